@@ -1,0 +1,142 @@
+package framework
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Cache gives read access to the informer caches of watched and related resources. Reads cost no API call;
+// handlers go live only where correctness needs it (e.g. reading back after a lost write).
+type Cache struct {
+	mu        sync.RWMutex
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+func newCache() *Cache {
+	return &Cache{informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+}
+
+func (c *Cache) add(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.informers[gvr] = inf
+}
+
+func (c *Cache) informer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	inf, ok := c.informers[gvr]
+	if !ok {
+		return nil, fmt.Errorf("framework: %s is not watched; register it with Watch or Related", gvr)
+	}
+	return inf, nil
+}
+
+// Get returns a private copy of a cached object; found is false when the cache has none.
+func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
+	inf, err := c.informer(gvr)
+	if err != nil {
+		return nil, false, err
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, exists, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil, false, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, fmt.Errorf("framework: unexpected %T in the %s cache", obj, gvr)
+	}
+	return u.DeepCopy(), true, nil
+}
+
+// List returns shared (read-only!) cached objects of a resource, in namespace ("" = all), sorted by
+// namespace/name. The objects are not copied — the NBI lists thousands — so callers must not modify them.
+func (c *Cache) List(gvr schema.GroupVersionResource, namespace string) ([]*unstructured.Unstructured, error) {
+	inf, err := c.informer(gvr)
+	if err != nil {
+		return nil, err
+	}
+	var items []any
+	if namespace == "" {
+		items = inf.GetIndexer().List()
+	} else {
+		items, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, it := range items {
+		if u, ok := it.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out, nil
+}
+
+// ByIndex returns private copies of the cached objects with an index value.
+func (c *Cache) ByIndex(gvr schema.GroupVersionResource, index, value string) ([]*unstructured.Unstructured, error) {
+	inf, err := c.informer(gvr)
+	if err != nil {
+		return nil, err
+	}
+	items, err := inf.GetIndexer().ByIndex(index, value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, it := range items {
+		if u, ok := it.(*unstructured.Unstructured); ok {
+			out = append(out, u.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// HasSynced reports whether every informer has completed its initial list.
+func (c *Cache) HasSynced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, inf := range c.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// AddEventHandler lets another component (the NBI's metrics, say) observe a watched resource.
+func (c *Cache) AddEventHandler(gvr schema.GroupVersionResource, h cache.ResourceEventHandler) error {
+	inf, err := c.informer(gvr)
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(h)
+	return err
+}
+
+// indexKeys implements OwnerIndex over one informer.
+type indexKeys struct{ inf cache.SharedIndexInformer }
+
+func (i indexKeys) Keys(index, value string) []string {
+	keys, err := i.inf.GetIndexer().IndexKeys(index, value)
+	if err != nil {
+		return nil
+	}
+	return keys
+}

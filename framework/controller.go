@@ -1,0 +1,300 @@
+package framework
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// controller drives one watched resource: its informer feeds a rate-limited queue of object keys, and
+// workers run one pass per key at a time (the queue never hands one key to two workers).
+type controller struct {
+	op       *Operator
+	w        *Watch
+	resource string
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	client   dynamic.NamespaceableResourceInterface
+	namer    keyNamer
+	log      *zap.Logger
+
+	mu      sync.Mutex
+	objects map[string]*objectState
+}
+
+// objectState is what the process remembers about one object between passes. Losing it (a restart) is
+// safe: it only avoids redundant passes and writes; everything that must survive is on the object.
+type objectState struct {
+	uid types.UID
+	// initial: seen in the initial listing and not yet fully handled once (kopf's resume rule).
+	initial bool
+	// ownRVs are resourceVersions of our own writes whose watch events have not arrived yet; those events
+	// are echoes and do not wake handlers.
+	ownRVs map[string]struct{}
+	// waitRV: a pass must not act on a cache older than our last write to the object.
+	waitRV    string
+	waitSince time.Time
+	parked    bool
+	// changedAt is the last external change (of the object or a related one); it wakes delayed handlers.
+	changedAt time.Time
+
+	cause      Reason
+	handlers   map[string]*handlerState
+	delaySetAt map[string]time.Time
+	lastRetry  map[string]string
+	timers     map[string]*timerState
+	warned     map[string]bool
+	events     []pendingEvent
+}
+
+type timerState struct {
+	due     time.Time
+	stopped bool
+	retries int
+}
+
+func newController(op *Operator, w *Watch, informer cache.SharedIndexInformer) *controller {
+	name := w.gvr.Resource
+	if w.gvr.Group != "" {
+		name += "." + w.gvr.Group
+	}
+	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](op.opts.BackoffBase, op.opts.BackoffMax)
+	c := &controller{
+		op:       op,
+		w:        w,
+		resource: name,
+		informer: informer,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](rl, workqueue.TypedRateLimitingQueueConfig[string]{
+			Name: name, MetricsProvider: op.metrics.workqueue, Clock: op.opts.Clock,
+		}),
+		client:  op.clients.Dynamic.Resource(w.gvr),
+		namer:   keyNamer{prefix: op.opts.Prefix},
+		log:     op.log.With(zap.String("resource", name)),
+		objects: map[string]*objectState{},
+	}
+	return c
+}
+
+func (c *controller) eventHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			key, u := c.keyOf(obj)
+			if key == "" {
+				return
+			}
+			c.mu.Lock()
+			st := c.stateLocked(key, u.GetUID())
+			if isInInitialList {
+				st.initial = true
+			}
+			st.changedAt = c.op.opts.Clock.Now()
+			c.mu.Unlock()
+			c.queue.Add(key)
+		},
+		UpdateFunc: func(_, newObj any) {
+			key, u := c.keyOf(newObj)
+			if key == "" {
+				return
+			}
+			if c.observe(key, u) {
+				c.queue.Add(key)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			key, _ := c.keyOf(obj)
+			if key != "" {
+				c.queue.Add(key)
+			}
+		},
+	}
+}
+
+// observe records an update event and says whether it should wake the object. Echoes of our own writes
+// do not, unless a pass is parked waiting for exactly that freshness.
+func (c *controller) observe(key string, u *unstructured.Unstructured) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stateLocked(key, u.GetUID())
+	rv := u.GetResourceVersion()
+	if _, own := st.ownRVs[rv]; own {
+		delete(st.ownRVs, rv)
+		if st.parked && rvReached(rv, st.waitRV) {
+			st.parked = false
+			return true
+		}
+		return false
+	}
+	st.changedAt = c.op.opts.Clock.Now()
+	return true
+}
+
+func (c *controller) keyOf(obj any) (string, *unstructured.Unstructured) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return "", nil
+	}
+	key, err := cache.MetaNamespaceKeyFunc(u)
+	if err != nil {
+		return "", nil
+	}
+	return key, u
+}
+
+// stateLocked returns the object's state, starting afresh when the uid changed (deleted and re-created
+// under the same name). c.mu must be held.
+func (c *controller) stateLocked(key string, uid types.UID) *objectState {
+	st := c.objects[key]
+	if st == nil || (uid != "" && st.uid != "" && st.uid != uid) {
+		st = &objectState{
+			uid: uid, ownRVs: map[string]struct{}{}, handlers: map[string]*handlerState{},
+			delaySetAt: map[string]time.Time{}, lastRetry: map[string]string{},
+			timers: map[string]*timerState{}, warned: map[string]bool{},
+		}
+		c.objects[key] = st
+	}
+	if st.uid == "" {
+		st.uid = uid
+	}
+	return st
+}
+
+func (c *controller) forget(key string) {
+	c.mu.Lock()
+	delete(c.objects, key)
+	c.mu.Unlock()
+}
+
+// wake marks an external change (e.g. of a related object) and enqueues the key.
+func (c *controller) wake(key string) {
+	c.mu.Lock()
+	if st, ok := c.objects[key]; ok {
+		st.changedAt = c.op.opts.Clock.Now()
+	}
+	c.mu.Unlock()
+	c.queue.Add(key)
+}
+
+// wrote remembers the resourceVersion of our own write, unless the cache already holds it (its event won
+// the race against our HTTP response).
+func (c *controller) wrote(key string, u *unstructured.Unstructured) {
+	rv := u.GetResourceVersion()
+	if rv == "" {
+		return
+	}
+	cachedRV := ""
+	if obj, exists, _ := c.informer.GetIndexer().GetByKey(key); exists {
+		if cu, ok := obj.(*unstructured.Unstructured); ok {
+			cachedRV = cu.GetResourceVersion()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stateLocked(key, u.GetUID())
+	if cachedRV != "" && rvReached(cachedRV, rv) {
+		return
+	}
+	st.ownRVs[rv] = struct{}{}
+	st.waitRV, st.waitSince = rv, c.op.opts.Clock.Now()
+}
+
+// rvReached compares resourceVersions. They are opaque by contract but etcd-backed servers issue
+// increasing integers, which lets a relist that skipped our exact version still count as fresh; anything
+// non-numeric falls back to equality.
+func rvReached(have, want string) bool {
+	if want == "" {
+		return true
+	}
+	h, err1 := strconv.ParseUint(have, 10, 64)
+	w, err2 := strconv.ParseUint(want, 10, 64)
+	if err1 != nil || err2 != nil {
+		return have == want
+	}
+	return h >= w
+}
+
+func (c *controller) run(ctx context.Context, workers int, wg *sync.WaitGroup) {
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+}
+
+func (c *controller) processNext(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	res := c.sync(ctx, key)
+	switch {
+	case res.backoff:
+		c.queue.AddRateLimited(key)
+	case res.now:
+		c.queue.Forget(key)
+		c.queue.Add(key)
+	case res.after > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, res.after)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// backoffFor predicts the delay AddRateLimited will apply (for the progress record's "delayed").
+func (c *controller) backoffFor(key string) time.Duration {
+	n := c.queue.NumRequeues(key)
+	d := c.op.opts.BackoffBase
+	for i := 0; i < n && d < c.op.opts.BackoffMax; i++ {
+		d *= 2
+	}
+	if d > c.op.opts.BackoffMax {
+		d = c.op.opts.BackoffMax
+	}
+	return d
+}
+
+// relatedHandler wakes owners when a related object changes.
+func (c *controller) relatedHandler(r relatedSpec) cache.ResourceEventHandler {
+	owners := indexKeys{c.informer}
+	wake := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		for _, key := range r.mapFn(u, owners) {
+			c.wake(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    wake,
+		UpdateFunc: func(_, n any) { wake(n) },
+		DeleteFunc: wake,
+	}
+}
+
+func gvrString(gvr schema.GroupVersionResource) string {
+	if gvr.Group == "" {
+		return gvr.Version + "/" + gvr.Resource
+	}
+	return gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
+}

@@ -1,0 +1,88 @@
+package framework
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+)
+
+// maxEventMessage is kopf's (and the API server's practical) bound on an event message.
+const maxEventMessage = 1024
+
+// eventRecorder posts core/v1 Events through client-go's broadcaster (aggregation and spam filtering as
+// every controller does). Posting failures are logged and never block a pass.
+//
+// Events about cluster-scoped objects (a ProvisioningRequest) land in "default": the API server rejects
+// them anywhere else ("involvedObject.namespace: does not match event.namespace"; verified on v1.37.2), so
+// an operator-namespace placement is not possible. `kubectl describe` finds them there.
+type eventRecorder struct {
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+}
+
+func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component string, log *zap.Logger) *eventRecorder {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&loggingSink{cs: cs, log: log})
+	return &eventRecorder{
+		broadcaster: b,
+		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}),
+	}
+}
+
+func (r *eventRecorder) post(obj runtime.Object, eventType, reason, message string) {
+	if len(message) > maxEventMessage {
+		message = message[:maxEventMessage-3] + "..."
+	}
+	r.recorder.Event(obj, eventType, reason, message)
+}
+
+func (r *eventRecorder) shutdown() { r.broadcaster.Shutdown() }
+
+// loggingSink writes events with a bounded call and logs failures through the operator's logger.
+type loggingSink struct {
+	cs  kubernetes.Interface
+	log *zap.Logger
+}
+
+func (s *loggingSink) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+func (s *loggingSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	out, err := s.cs.CoreV1().Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
+	s.logFailure("create", e, err)
+	return out, err
+}
+
+func (s *loggingSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	out, err := s.cs.CoreV1().Events(e.Namespace).Update(ctx, e, metav1.UpdateOptions{})
+	s.logFailure("update", e, err)
+	return out, err
+}
+
+func (s *loggingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	out, err := s.cs.CoreV1().Events(e.Namespace).Patch(ctx, e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+	s.logFailure("patch", e, err)
+	return out, err
+}
+
+func (s *loggingSink) logFailure(op string, e *corev1.Event, err error) {
+	if err != nil && s.log != nil {
+		s.log.Warn("posting an event failed", zap.String("op", op), zap.String("reason", e.Reason),
+			zap.String("object", e.InvolvedObject.Name), zap.Error(err))
+	}
+}

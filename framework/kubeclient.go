@@ -1,0 +1,197 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ErrRedirectRefused is returned when the API server (or something posing as it) answers with a redirect:
+// following one would send the bearer token elsewhere.
+var ErrRedirectRefused = errors.New("redirect refused")
+
+// ClientOptions size and bound the clients.
+type ClientOptions struct {
+	// QPS and Burst are the client-side rate limits (--kube-api-qps/--kube-api-burst). client-go's 5/10 is
+	// far too low for hundreds of objects; the defaults here are sized for that.
+	QPS   float32
+	Burst int
+	// Timeout bounds every non-watch call.
+	Timeout time.Duration
+	// UserAgent names the operator in the API server's logs and audit.
+	UserAgent string
+}
+
+// DefaultClientOptions are sized for a few hundred watched objects.
+func DefaultClientOptions() ClientOptions {
+	return ClientOptions{QPS: 100, Burst: 200, Timeout: 30 * time.Second, UserAgent: "o2ims-operator"}
+}
+
+// Clients are the API clients of one operator process.
+type Clients struct {
+	// Config is the base config (rotating token, refused redirects, rate limits, bounded calls).
+	Config *rest.Config
+	// Dynamic is for handler reads and writes: every call bounded by the timeout.
+	Dynamic dynamic.Interface
+	// Kubernetes is the typed client (events, leases, secrets, reviews), bounded too.
+	Kubernetes kubernetes.Interface
+	// watch is for informers: no overall timeout (watches are long), same token and redirect rules.
+	watch dynamic.Interface
+}
+
+// LoadConfig finds the cluster: an explicit kubeconfig, else in-cluster, else the default kubeconfig rules.
+// The Python image's KUBERNETES_CA_FILE and UNSAFE_SKIP_TLS_VERIFY are honoured (both at once is an error).
+func LoadConfig(kubeconfig string, getenv func(string) string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case kubeconfig != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	default:
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no Kubernetes client configuration: %w", err)
+	}
+	ca, skip := getenv("KUBERNETES_CA_FILE"), strings.EqualFold(getenv("UNSAFE_SKIP_TLS_VERIFY"), "true")
+	if ca != "" && skip {
+		return nil, errors.New("KUBERNETES_CA_FILE and UNSAFE_SKIP_TLS_VERIFY=true contradict each other; set one")
+	}
+	if ca != "" {
+		if _, err := os.Stat(ca); err != nil {
+			return nil, fmt.Errorf("KUBERNETES_CA_FILE: %w", err)
+		}
+		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = ca, nil
+	}
+	if skip {
+		cfg.TLSClientConfig.Insecure = true
+		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = "", nil
+	}
+	return cfg, nil
+}
+
+// NewClients builds the operator's clients from a base config.
+func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	if opts.UserAgent != "" {
+		cfg.UserAgent = opts.UserAgent
+	}
+	// A token file (in-cluster projected token, kubeconfig tokenFile) is re-read whenever it changes, so a
+	// rotated token is used on the very next request instead of after client-go's one-minute cache.
+	if cfg.BearerTokenFile != "" {
+		src := &fileToken{path: cfg.BearerTokenFile}
+		if _, err := src.token(); err != nil {
+			return nil, err
+		}
+		cfg.BearerToken, cfg.BearerTokenFile = "", ""
+		prev := cfg.WrapTransport
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if prev != nil {
+				rt = prev(rt)
+			}
+			return &tokenTransport{src: src, next: rt}
+		}
+	}
+
+	watchHTTP, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	watchHTTP.CheckRedirect = refuseRedirect
+	watchDyn, err := dynamic.NewForConfigAndClient(cfg, watchHTTP)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = opts.Timeout
+	httpClient, err := rest.HTTPClientFor(bounded)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	httpClient.CheckRedirect = refuseRedirect
+	dyn, err := dynamic.NewForConfigAndClient(bounded, httpClient)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	cs, err := kubernetes.NewForConfigAndClient(bounded, httpClient)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, watch: watchDyn}, nil
+}
+
+func refuseRedirect(*http.Request, []*http.Request) error { return ErrRedirectRefused }
+
+// fileToken reads a bearer token file, again only when its size or mtime changed (kubelet swaps the
+// projected token atomically, which changes both).
+type fileToken struct {
+	path  string
+	mu    sync.Mutex
+	mod   time.Time
+	size  int64
+	value string
+}
+
+func (f *fileToken) token() (string, error) {
+	fi, err := os.Stat(f.path)
+	if err != nil {
+		return "", &ConfigError{fmt.Errorf("reading the bearer token file: %w", err)}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.value != "" && fi.ModTime().Equal(f.mod) && fi.Size() == f.size {
+		return f.value, nil
+	}
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		return "", &ConfigError{fmt.Errorf("reading the bearer token file: %w", err)}
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", &ConfigError{fmt.Errorf("the bearer token file %s is empty", f.path)}
+	}
+	f.value, f.mod, f.size = tok, fi.ModTime(), fi.Size()
+	return tok, nil
+}
+
+type tokenTransport struct {
+	src  *fileToken
+	next http.RoundTripper
+}
+
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, err := t.src.token()
+	if err != nil {
+		// No request is sent without a usable token: a configuration failure of its own.
+		return nil, err
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		// Forget the cached token so a file rewritten within the mtime granularity is still picked up.
+		t.src.forget()
+	}
+	return resp, err
+}
+
+func (f *fileToken) forget() {
+	f.mu.Lock()
+	f.value = ""
+	f.mu.Unlock()
+}

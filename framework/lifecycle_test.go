@@ -1,0 +1,459 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+func TestCreateRunsOnceThenWritesDiffBaseAndPurgesProgress(t *testing.T) {
+	t.Parallel()
+	label := "create-once"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			n := log.add(c)
+			if n == 1 {
+				return Temporary(50*time.Millisecond, "waiting once")
+			}
+			c.Patch.SetStatus("done", "phase")
+			return nil
+		}, Retries(5))
+	})
+	to.start(t)
+	create(t, widget(label, "w1", map[string]any{"size": 3}))
+
+	eventually(t, 20*time.Second, func() bool {
+		u, ok := get(t, "w1")
+		return ok && statusField(u, "phase") == "done" && u.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "widget never handled")
+
+	u := mustGet(t, "w1")
+	ann := u.GetAnnotations()
+	base := ann[testPrefix+"/last-handled-configuration"]
+	assert.True(t, strings.HasSuffix(base, "\n"), "kopf ends the diff-base with a newline")
+	var essence map[string]any
+	require.NoError(t, json.Unmarshal([]byte(base), &essence))
+	assert.Equal(t, map[string]any{"size": float64(3)}, essence["spec"])
+	assert.Equal(t, map[string]any{"labels": map[string]any{"test": label}}, essence["metadata"], "own annotations are not essence")
+	assert.Equal(t, base, ann[keyNamer{testPrefix}.v1("last-handled-configuration")], "V1 key written too")
+	assert.Equal(t, "yes", ann[testPrefix+"/kopf-managed"])
+	_, hasProgress := ann[testPrefix+"/create_fn"]
+	assert.False(t, hasProgress, "progress is purged when the cause is done")
+
+	// The second run saw the record the first one persisted (a limited handler persists every retry).
+	runs := log.of("create_fn", "w1")
+	require.Len(t, runs, 2)
+	raw := runs[1].Object.GetAnnotations()[testPrefix+"/create_fn"]
+	require.NotEmpty(t, raw, "the retry saw the persisted progress record")
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(raw), &rec))
+	assert.Equal(t, float64(1), rec["retries"])
+	assert.Equal(t, "create", rec["purpose"])
+	assert.Equal(t, false, rec["success"])
+	assert.Equal(t, "waiting once", rec["message"])
+	assert.NotContains(t, rec["started"], "+", "naive UTC like kopf 1.36")
+	assert.Equal(t, 1, runs[1].Retries)
+	assert.Equal(t, runs[0].Started, runs[1].Started, "started is kept across retries")
+
+	// A change outside the essence (status) is not a new cause: the handler does not run again.
+	st := mustGet(t, "w1")
+	require.NoError(t, unstructured.SetNestedField(st.Object, "touched", "status", "message"))
+	_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).UpdateStatus(context.Background(), st, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond)
+	assert.Len(t, log.of("create_fn", "w1"), 2)
+}
+
+func TestRestartedOperatorResumesInsteadOfRecreating(t *testing.T) {
+	t.Parallel()
+	label := "restart"
+	var log calls
+	setup := func(_ *Operator, w *Watch) {
+		fn := func(_ context.Context, c *Cause) error {
+			log.add(c)
+			c.Patch.SetStatus("done", "phase")
+			return nil
+		}
+		w.OnCreate("create_fn", fn)
+		w.OnResume("create_fn", fn)
+	}
+	first := newTestOperator(t, label, Options{}, setup)
+	first.start(t)
+	create(t, widget(label, "r1", map[string]any{"a": "b"}))
+	eventually(t, 20*time.Second, func() bool {
+		u, ok := get(t, "r1")
+		return ok && u.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "never handled")
+	require.NoError(t, first.stop(t))
+
+	second := newTestOperator(t, label, Options{}, setup)
+	second.start(t)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "r1")) == 2 }, "resume never ran")
+	runs := log.of("create_fn", "r1")
+	assert.Equal(t, ReasonCreate, runs[0].Reason)
+	assert.Equal(t, ReasonResume, runs[1].Reason)
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, log.of("create_fn", "r1"), 2, "resume runs once per process")
+	assert.Empty(t, second.rec.writes("/widgets/r1"), "resuming a handled object with nothing to change writes nothing")
+}
+
+// The Python (kopf 1.36) operator left these on objects: its diff-base under both keys, the marker, and —
+// when it died mid-way — create_fn's progress plus sub-handler records.
+func pythonDiffBase(spec map[string]any, label string) string {
+	b, _ := json.Marshal(map[string]any{"spec": spec, "metadata": map[string]any{"labels": map[string]any{"test": label}}})
+	return string(b) + "\n"
+}
+
+func TestObjectHandledByThePythonOperatorIsResumedNotRecreated(t *testing.T) {
+	t.Parallel()
+	label := "python-done"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		fn := func(_ context.Context, c *Cause) error { log.add(c); return nil }
+		w.OnCreate("create_fn", fn)
+		w.OnResume("create_fn", fn)
+	})
+	spec := map[string]any{"templateName": "t", "n": 1}
+	u := widget(label, "py1", spec)
+	base := pythonDiffBase(spec, label)
+	u.SetAnnotations(map[string]string{
+		testPrefix + "/kopf-managed":                          "yes",
+		testPrefix + "/last-handled-configuration":            base,
+		keyNamer{testPrefix}.v1("last-handled-configuration"): base,
+	})
+	create(t, u)
+	to.start(t)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "py1")) == 1 }, "never resumed")
+	assert.Equal(t, ReasonResume, log.of("create_fn", "py1")[0].Reason)
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, log.of("create_fn", "py1"), 1)
+}
+
+func TestPythonOperatorsUnfinishedCreateContinuesWithItsProgress(t *testing.T) {
+	t.Parallel()
+	label := "python-midway"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		fn := func(_ context.Context, c *Cause) error { log.add(c); return nil }
+		w.OnCreate("create_fn", fn)
+		w.OnResume("create_fn", fn)
+	})
+	n := keyNamer{testPrefix}
+	started := "2026-11-01T10:00:00.123456"
+	rec := `{"started":"` + started + `","delayed":"2026-11-01T10:05:00.000000","purpose":"create","retries":3,"success":false,"failure":false,"message":"Cluster creation ongoing","subrefs":["create_fn/sub_validations"]}`
+	sub := `{"started":"` + started + `","stopped":"2026-11-01T10:00:01.000000","purpose":"create","retries":1,"success":true,"failure":false}`
+	u := widget(label, "py2", map[string]any{"x": "y"})
+	u.SetAnnotations(map[string]string{
+		testPrefix + "/kopf-managed":            "yes",
+		n.v2("create_fn"):                       rec,
+		n.v2("create_fn/sub_validations"):       sub,
+		n.v1("create_fn/sub_validations"):       sub,
+		"keep.example.com/unrelated-annotation": "kept",
+	})
+	create(t, u)
+	to.start(t)
+	eventually(t, 20*time.Second, func() bool {
+		got, ok := get(t, "py2")
+		return ok && got.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "create never completed")
+
+	runs := log.of("create_fn", "py2")
+	require.Len(t, runs, 1)
+	assert.Equal(t, ReasonCreate, runs[0].Reason, "no diff-base: still kopf's create cause")
+	assert.Equal(t, 3, runs[0].Retries, "continues with the Python operator's retry count")
+	assert.Equal(t, "2026-11-01T10:00:00.123456Z", runs[0].Started.Format("2006-01-02T15:04:05.000000Z"))
+
+	ann := mustGet(t, "py2").GetAnnotations()
+	for _, k := range []string{n.v2("create_fn"), n.v2("create_fn/sub_validations"), n.v1("create_fn/sub_validations")} {
+		_, present := ann[k]
+		assert.False(t, present, "%s purged with its sub-handler records", k)
+	}
+	assert.Equal(t, "kept", ann["keep.example.com/unrelated-annotation"])
+}
+
+func TestTemporaryErrorRerunsAfterItsDelay(t *testing.T) {
+	t.Parallel()
+	label := "temporary"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			if log.add(c) == 1 {
+				return Temporary(400*time.Millisecond, "not yet")
+			}
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "t1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "t1")) == 2 }, "never re-ran")
+	runs := log.of("create_fn", "t1")
+	assert.GreaterOrEqual(t, runs[1].Now.Sub(runs[0].Now), 400*time.Millisecond, "re-run honours the delay")
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(events(t, "default", "t1"), corev1.EventTypeNormal, EventHandlerRetrying, "not yet")
+	}, "no retry event")
+}
+
+func TestErrorIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
+	label := "backoff"
+	var log calls
+	to := newTestOperator(t, label, Options{BackoffBase: 100 * time.Millisecond}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			if log.add(c) < 4 {
+				return assert.AnError
+			}
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "b1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "b1")) == 4 }, "never recovered")
+	runs := log.of("create_fn", "b1")
+	// 100ms, 200ms, 400ms: each gap at least the exponential step.
+	for i, want := range []time.Duration{100, 200, 400} {
+		assert.GreaterOrEqual(t, runs[i+1].Now.Sub(runs[i].Now), want*time.Millisecond*9/10, "gap %d", i)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(events(t, "default", "b1"), corev1.EventTypeWarning, EventHandlerRetrying, assert.AnError.Error())
+	}, "no warning event for the error")
+}
+
+func TestPermanentErrorStopsWritesStatusAndPostsWarning(t *testing.T) {
+	t.Parallel()
+	label := "permanent"
+	var log calls
+	to := newTestOperator(t, label, Options{Namespace: "kube-public"}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			c.Patch.SetStatus("failed", "phase")
+			return Permanent("spec is invalid: %s", "no name")
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "p1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool {
+		return hasEvent(events(t, "default", "p1"), corev1.EventTypeWarning, EventHandlerFailed, "spec is invalid: no name")
+	}, "no warning event (cluster-scoped objects' events live in default)")
+	u := mustGet(t, "p1")
+	assert.Equal(t, "failed", statusField(u, "phase"), "business status written before the failure is recorded")
+	assert.NotEmpty(t, u.GetAnnotations()[testPrefix+"/last-handled-configuration"], "a failed cause is done (kopf)")
+	time.Sleep(300 * time.Millisecond)
+	assert.Len(t, log.of("create_fn", "p1"), 1, "no retry after a permanent error")
+}
+
+func TestRetryLimitBecomesPermanentFailure(t *testing.T) {
+	t.Parallel()
+	label := "retry-limit"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			return Temporary(10*time.Millisecond, "again")
+		}, Retries(3))
+	})
+	to.start(t)
+	create(t, widget(label, "l1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool {
+		return hasEvent(events(t, "default", "l1"), corev1.EventTypeWarning, EventHandlerFailed, "exceeded 3 retries")
+	}, "retry limit never hit")
+	assert.Len(t, log.of("create_fn", "l1"), 3)
+}
+
+func TestDeleteHandlerHoldsTheFinalizerUntilDone(t *testing.T) {
+	t.Parallel()
+	label := "delete"
+	var log calls
+	release := make(chan struct{})
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+		w.OnDelete("delete_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			select {
+			case <-release:
+				return nil
+			default:
+				return Temporary(50*time.Millisecond, "releasing")
+			}
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "d1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "d1")) == 1 }, "create never ran")
+	assert.Contains(t, log.of("create_fn", "d1")[0].Object.GetFinalizers(), testFinalizer,
+		"the finalizer is in place before any handler acts")
+
+	require.NoError(t, kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Delete(context.Background(), "d1", metav1.DeleteOptions{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("delete_fn", "d1")) >= 2 }, "delete never ran")
+	u, ok := get(t, "d1")
+	require.True(t, ok, "held by the finalizer while the delete handler works")
+	assert.NotNil(t, u.GetDeletionTimestamp())
+	close(release)
+	eventually(t, 20*time.Second, func() bool { _, ok := get(t, "d1"); return !ok }, "finalizer never removed")
+}
+
+func TestFinalizerAddedOnlyWhenNeeded(t *testing.T) {
+	t.Parallel()
+	label := "no-finalizer"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+	})
+	to.start(t)
+	create(t, widget(label, "nf1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "nf1")) == 1 }, "never ran")
+	eventually(t, 10*time.Second, func() bool {
+		return mustGet(t, "nf1").GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "never done")
+	assert.Empty(t, mustGet(t, "nf1").GetFinalizers())
+}
+
+func TestTimerRunsAtItsCadenceAndWritesOnlyChanges(t *testing.T) {
+	t.Parallel()
+	label := "timer"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnTimer("tick", 200*time.Millisecond, 0, func(_ context.Context, c *Cause) error {
+			log.add(c)
+			c.Patch.SetStatus("steady", "phase")
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "tm1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("tick", "tm1")) >= 5 }, "timer did not tick")
+	runs := log.of("tick", "tm1")
+	for i := 1; i < len(runs); i++ {
+		assert.GreaterOrEqual(t, runs[i].Now.Sub(runs[i-1].Now), 190*time.Millisecond, "tick %d came early", i)
+	}
+	assert.Len(t, to.rec.writes("/widgets/tm1/status"), 1, "the same status is written once, not on every tick")
+	assert.Equal(t, "steady", statusField(mustGet(t, "tm1"), "phase"))
+}
+
+func TestStatusGoesOnlyThroughTheStatusSubresource(t *testing.T) {
+	t.Parallel()
+	label := "status-sub"
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			c.Patch.SetStatus("done", "phase")
+			c.Patch.SetStatus(int64(7), "counter")
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "s1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool {
+		u, ok := get(t, "s1")
+		return ok && statusField(u, "phase") == "done" && u.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "never handled")
+	statusWrites := to.rec.writes("/widgets/s1/status")
+	require.Len(t, statusWrites, 1, "one status patch per pass")
+	assert.JSONEq(t, `{"status":{"phase":"done","counter":7}}`, statusWrites[0].Body)
+	for _, w := range to.rec.writes("/widgets/s1") {
+		if !strings.HasSuffix(w.Path, "/status") {
+			assert.NotContains(t, w.Body, `"status"`, "object patches never carry status")
+		}
+	}
+}
+
+func TestPassNeverActsOnACacheOlderThanItsOwnWrite(t *testing.T) {
+	t.Parallel()
+	label := "fresh"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			n := log.add(c)
+			seen, _, _ := unstructured.NestedInt64(c.Object.Object, "status", "counter")
+			c.Patch.SetStatus(seen+1, "counter")
+			if n < 10 {
+				return Temporary(time.Millisecond, "again")
+			}
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "f1", map[string]any{}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := get(t, "f1")
+		return ok && u.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "never finished")
+	// Every pass saw the previous pass's write: ten passes, counter ten. A stale read would repeat a value.
+	assert.Equal(t, "10", statusField(mustGet(t, "f1"), "counter"))
+	runs := log.of("create_fn", "f1")
+	for i, r := range runs {
+		seen, _, _ := unstructured.NestedInt64(r.Object.Object, "status", "counter")
+		assert.Equal(t, int64(i), seen, "pass %d saw a stale counter", i)
+	}
+}
+
+func TestRelatedObjectChangeWakesAWaitingHandler(t *testing.T) {
+	t.Parallel()
+	label := "related"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.Related(gadgetGVR, "default", SameName(false))
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			g, found, err := c.Cache.Get(gadgetGVR, "default", c.Object.GetName())
+			if err != nil {
+				return err
+			}
+			if !found || statusField(g, "ready") != "true" {
+				return Temporary(time.Hour, "waiting for the gadget")
+			}
+			c.Patch.SetStatus("done", "phase")
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "rel1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "rel1")) == 1 }, "never ran")
+
+	dyn := kubeapi.Shared(t).AdminDynamic().Resource(gadgetGVR).Namespace("default")
+	g := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "test.o2ims.io/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "rel1"}, "spec": map[string]any{},
+	}}
+	g, err := dyn.Create(context.Background(), g, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(g.Object, true, "status", "ready"))
+	_, err = dyn.UpdateStatus(context.Background(), g, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	// The handler asked for an hour; the gadget's change wakes it now.
+	eventually(t, 10*time.Second, func() bool { return statusField(mustGet(t, "rel1"), "phase") == "done" },
+		"the related change did not wake the handler")
+}
+
+func TestMalformedProgressDoesNotCrashOrBlock(t *testing.T) {
+	t.Parallel()
+	label := "malformed"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+	})
+	u := widget(label, "m1", map[string]any{})
+	u.SetAnnotations(map[string]string{
+		testPrefix + "/create_fn":                  `{"started": "yesterday", "retries": "many"`,
+		testPrefix + "/last-handled-configuration": `not json`,
+	})
+	create(t, u)
+	to.start(t)
+	eventually(t, 20*time.Second, func() bool {
+		got := mustGet(t, "m1").GetAnnotations()
+		_, stale := got[testPrefix+"/create_fn"]
+		return strings.HasPrefix(got[testPrefix+"/last-handled-configuration"], "{") && !stale
+	}, "the object stayed blocked")
+	assert.Len(t, log.of("create_fn", "m1"), 1)
+	assert.True(t, hasEvent(events(t, "default", "m1"), corev1.EventTypeWarning, EventStateUnreadable, "unreadable"))
+}

@@ -1,0 +1,197 @@
+package framework
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/client-go/tools/leaderelection"
+	clientmetrics "k8s.io/client-go/tools/metrics"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Metrics are the framework's own series plus the client-go ones (workqueue, REST client, leader election)
+// under the names the ecosystem knows from controller-runtime and component-base.
+type Metrics struct {
+	HandlerRuns       *prometheus.CounterVec
+	HandlerDuration   *prometheus.HistogramVec
+	HandlerRetries    *prometheus.CounterVec
+	PermanentFailures *prometheus.CounterVec
+	Writes            *prometheus.CounterVec
+	workqueue         *workqueueMetrics
+}
+
+func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		HandlerRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "handler_runs_total",
+			Help: "Handler runs by resource, handler and outcome (success, temporary, error, permanent).",
+		}, []string{"resource", "handler", "outcome"}),
+		HandlerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "handler_duration_seconds",
+			Help:    "Duration of one handler run (one observation).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"resource", "handler"}),
+		HandlerRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "handler_retries_total",
+			Help: "Handler runs that asked for another pass, by kind: temporary (waiting, with a delay) or error (backoff).",
+		}, []string{"resource", "handler", "kind"}),
+		PermanentFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "handler_permanent_failures_total",
+			Help: "Handlers that failed permanently (no further retries).",
+		}, []string{"resource", "handler"}),
+		Writes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "object_patches_total",
+			Help: "Patches the framework sent for watched objects, by resource and subresource (object, status).",
+		}, []string{"resource", "subresource"}),
+		workqueue: newWorkqueueMetrics(),
+	}
+	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes)
+	m.workqueue.register(reg)
+	registerClientGoMetrics(reg)
+	return m
+}
+
+// ---- workqueue (client-go MetricsProvider, per queue; names as component-base/controller-runtime) ----
+
+type workqueueMetrics struct {
+	depth, adds, latency, workDuration, unfinished, longest, retries prometheus.Collector
+}
+
+func newWorkqueueMetrics() *workqueueMetrics {
+	return &workqueueMetrics{
+		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "workqueue", Name: "depth", Help: "Current depth of the workqueue.",
+		}, []string{"name"}),
+		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "workqueue", Name: "adds_total", Help: "Total adds handled by the workqueue.",
+		}, []string{"name"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "workqueue", Name: "queue_duration_seconds",
+			Help:    "How long an item stays in the workqueue before being requested.",
+			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
+		}, []string{"name"}),
+		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "workqueue", Name: "work_duration_seconds",
+			Help:    "How long processing an item from the workqueue takes.",
+			Buckets: prometheus.ExponentialBuckets(10e-9, 10, 12),
+		}, []string{"name"}),
+		unfinished: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "workqueue", Name: "unfinished_work_seconds",
+			Help: "Seconds of work in progress not yet observed by work_duration.",
+		}, []string{"name"}),
+		longest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "workqueue", Name: "longest_running_processor_seconds",
+			Help: "Seconds the longest running processor has been running.",
+		}, []string{"name"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Subsystem: "workqueue", Name: "retries_total", Help: "Total retries handled by the workqueue.",
+		}, []string{"name"}),
+	}
+}
+
+func (w *workqueueMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(w.depth, w.adds, w.latency, w.workDuration, w.unfinished, w.longest, w.retries)
+}
+
+func (w *workqueueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return w.depth.(*prometheus.GaugeVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
+	return w.adds.(*prometheus.CounterVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return w.latency.(*prometheus.HistogramVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return w.workDuration.(*prometheus.HistogramVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return w.unfinished.(*prometheus.GaugeVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return w.longest.(*prometheus.GaugeVec).WithLabelValues(name)
+}
+func (w *workqueueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return w.retries.(*prometheus.CounterVec).WithLabelValues(name)
+}
+
+// ---- client-go process-wide metrics (REST client, leader election) ----
+// client-go accepts these adapters once per process, so they are process-global collectors that every
+// operator instance's registry includes (tests run several instances in one process).
+
+var (
+	restRequests      *prometheus.CounterVec
+	restLatency       *prometheus.HistogramVec
+	restRateLimiter   *prometheus.HistogramVec
+	leaderMasterGauge *prometheus.GaugeVec
+)
+
+// client-go reads its adapters without locks, so they are installed at init, before any client exists.
+func init() {
+	{
+		restRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rest_client_requests_total",
+			Help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host.",
+		}, []string{"code", "method", "host"})
+		restLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rest_client_request_duration_seconds",
+			Help:    "Request latency to the Kubernetes API in seconds, by verb and host.",
+			Buckets: []float64{.005, .025, .1, .25, .5, 1, 2, 4, 8, 15, 30, 60},
+		}, []string{"verb", "host"})
+		restRateLimiter = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rest_client_rate_limiter_duration_seconds",
+			Help:    "Time spent waiting for the client-side rate limiter (--kube-api-qps/--kube-api-burst), by verb and host.",
+			Buckets: []float64{.001, .005, .025, .1, .25, .5, 1, 2, 4, 8, 15, 30, 60},
+		}, []string{"verb", "host"})
+		leaderMasterGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "leader_election_master_status",
+			Help: "1 while this instance holds the named lease, 0 otherwise.",
+		}, []string{"name"})
+		clientmetrics.Register(clientmetrics.RegisterOpts{
+			RequestResult:      restResultAdapter{},
+			RequestLatency:     restLatencyAdapter{restLatency},
+			RateLimiterLatency: restLatencyAdapter{restRateLimiter},
+		})
+		leaderelection.SetProvider(leaderProvider{})
+	}
+}
+
+func registerClientGoMetrics(reg prometheus.Registerer) {
+	for _, c := range []prometheus.Collector{restRequests, restLatency, restRateLimiter, leaderMasterGauge} {
+		if err := reg.Register(c); err != nil {
+			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
+				panic(err)
+			}
+		}
+	}
+}
+
+type restResultAdapter struct{}
+
+func (restResultAdapter) Increment(_ context.Context, code, method, host string) {
+	restRequests.WithLabelValues(code, method, host).Inc()
+}
+
+type restLatencyAdapter struct{ h *prometheus.HistogramVec }
+
+func (a restLatencyAdapter) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
+	a.h.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
+}
+
+type leaderProvider struct{}
+
+func (leaderProvider) NewLeaderMetric() leaderelection.LeaderMetric { return leaderMetric{} }
+
+type leaderMetric struct{}
+
+func (leaderMetric) On(name string)           { leaderMasterGauge.WithLabelValues(name).Set(1) }
+func (leaderMetric) Off(name string)          { leaderMasterGauge.WithLabelValues(name).Set(0) }
+func (leaderMetric) SlowpathExercised(string) {}
+
+// processCollectors adds the Go runtime and process series to a fresh registry.
+func processCollectors(reg prometheus.Registerer) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}

@@ -1,0 +1,413 @@
+// Package framework is a small kopf-style operator framework on client-go: named create/resume/update/
+// delete/timer handlers per watched resource, startup/cleanup/probe activities, progress persisted in
+// kopf-compatible annotations, and one observation per pass with the retries, patches, finalizers, events,
+// health and metrics owned here rather than by handlers.
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
+)
+
+// Options configure an Operator. Zero values take the defaults noted.
+type Options struct {
+	// Name identifies the operator: event source, lease holder prefix (default "operator").
+	Name string
+	// MetricsNamespace prefixes the framework's metrics (default "operator").
+	MetricsNamespace string
+	// Prefix is the annotation prefix for progress and diff-base (kopf's persistence prefix). Required.
+	Prefix string
+	// Workers is the number of concurrent passes per watched resource (default 4).
+	Workers int
+	// Liveness is kopf's --liveness URL; "" disables the listener.
+	Liveness string
+	// LeaderElect gates the workers on a coordination.k8s.io Lease.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	LeaseDuration           time.Duration // default 15s
+	RenewDeadline           time.Duration // default 10s
+	RetryPeriod             time.Duration // default 2s
+	// Namespace is the operator's own namespace (POD_NAMESPACE; default "default"): the lease lives there.
+	Namespace string
+	// ShutdownTimeout bounds waiting for passes in flight and cleanup on stop (default 4s, inside the
+	// Deployment's 5s grace period).
+	ShutdownTimeout time.Duration
+	// FreshnessTimeout bounds waiting for our own write to reach the cache (default 10s).
+	FreshnessTimeout time.Duration
+	// BackoffBase/BackoffMax bound the retry of handlers that failed with an ordinary error (1s, 5m).
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	Clock       clock.WithTicker
+	Logger      *zap.Logger
+	// Registry collects the metrics (a fresh one with Go/process collectors when nil).
+	Registry *prometheus.Registry
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = "operator"
+	}
+	if o.MetricsNamespace == "" {
+		o.MetricsNamespace = "operator"
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 15 * time.Second
+	}
+	if o.RenewDeadline <= 0 {
+		o.RenewDeadline = 10 * time.Second
+	}
+	if o.RetryPeriod <= 0 {
+		o.RetryPeriod = 2 * time.Second
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = o.Name
+	}
+	if o.Namespace == "" {
+		o.Namespace = "default"
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 4 * time.Second
+	}
+	if o.FreshnessTimeout <= 0 {
+		o.FreshnessTimeout = 10 * time.Second
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = time.Second
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 5 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		processCollectors(o.Registry)
+	}
+}
+
+// Operator runs the registered watches and activities.
+type Operator struct {
+	opts    Options
+	clients *Clients
+	log     *zap.Logger
+	metrics *Metrics
+	cache   *Cache
+	events  *eventRecorder
+	health  *healthServer
+
+	watches  []*Watch
+	startup  []activity
+	cleanup  []activity
+	probes   []probe
+	ctrls    []*controller
+	related  map[relatedKey]cache.SharedIndexInformer
+	ready    atomic.Bool
+	leading  atomic.Bool
+	failOnce sync.Once
+	failCh   chan error
+}
+
+type relatedKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+}
+
+// New creates an operator on the given clients.
+func New(clients *Clients, opts Options) (*Operator, error) {
+	opts.defaults()
+	if opts.Prefix == "" {
+		return nil, errors.New("framework: Options.Prefix is required")
+	}
+	o := &Operator{
+		opts: opts, clients: clients, log: opts.Logger, cache: newCache(),
+		related: map[relatedKey]cache.SharedIndexInformer{}, failCh: make(chan error, 1),
+	}
+	o.metrics = newMetrics(opts.MetricsNamespace, opts.Registry)
+	if opts.Liveness != "" {
+		addr, path, err := ParseLiveness(opts.Liveness)
+		if err != nil {
+			return nil, err
+		}
+		o.health = &healthServer{addr: addr, path: path, ready: o.ready.Load, gatherer: opts.Registry,
+			clock: opts.Clock, log: o.log}
+	}
+	return o, nil
+}
+
+// Cache reads the informer caches (valid once Run has synced them).
+func (o *Operator) Cache() *Cache { return o.cache }
+
+// Clients are the operator's API clients.
+func (o *Operator) Clients() *Clients { return o.clients }
+
+// Registry is where the operator's metrics are; other components register theirs here too.
+func (o *Operator) Registry() *prometheus.Registry { return o.opts.Registry }
+
+// Logger is the operator's logger.
+func (o *Operator) Logger() *zap.Logger { return o.log }
+
+// Ready reports whether startup is complete and the caches are synced.
+func (o *Operator) Ready() bool { return o.ready.Load() }
+
+// Leading reports whether this instance handles objects (always true without leader election once running).
+func (o *Operator) Leading() bool { return o.leading.Load() }
+
+// HealthAddr is the bound liveness listener address.
+func (o *Operator) HealthAddr() string {
+	if o.health == nil {
+		return ""
+	}
+	return o.health.Addr()
+}
+
+// Fail stops the operator with an error, so the process exits non-zero and is restarted (a component
+// such as the NBI server died by itself).
+func (o *Operator) Fail(err error) {
+	o.failOnce.Do(func() { o.failCh <- err })
+}
+
+// Run starts everything and blocks until ctx is done (clean stop, nil) or the operator fails.
+func (o *Operator) Run(ctx context.Context) error {
+	if o.health != nil {
+		o.health.probes = o.probes // registered after New
+		if err := o.health.start(); err != nil {
+			return fmt.Errorf("liveness endpoint %s: %w", o.health.addr, err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			o.health.stop(sctx)
+		}()
+	}
+
+	// Cleanup runs however we leave, after the workers have stopped.
+	defer o.runCleanup()
+
+	for _, a := range o.startup {
+		if err := a.fn(ctx); err != nil {
+			return fmt.Errorf("startup activity %q failed: %w", a.id, err)
+		}
+		o.log.Info("activity succeeded", zap.String("activity", a.id))
+	}
+
+	informerCtx, stopInformers := context.WithCancel(context.Background())
+	defer stopInformers()
+	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log)
+	defer o.events.shutdown()
+	if err := o.buildControllers(); err != nil {
+		return err
+	}
+	o.startInformers(informerCtx)
+	if !cache.WaitForCacheSync(ctx.Done(), o.cache.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("informer caches never synced")
+	}
+	o.ready.Store(true)
+	o.log.Info("caches synced; ready", zap.Int("workers", o.opts.Workers))
+
+	var wg sync.WaitGroup
+	workCtx, stopWork := context.WithCancel(context.Background())
+	defer stopWork()
+	startWorkers := func() {
+		o.leading.Store(true)
+		for _, c := range o.ctrls {
+			c.run(workCtx, o.opts.Workers, &wg)
+		}
+	}
+	electionDone := make(chan struct{})
+	// The lease is released only after our passes have stopped, so a successor never overlaps with them.
+	electionCtx, stopElection := context.WithCancel(context.Background())
+	defer stopElection()
+	if o.opts.LeaderElect {
+		if err := o.runElection(electionCtx, startWorkers, electionDone); err != nil {
+			return err
+		}
+	} else {
+		close(electionDone)
+		startWorkers()
+	}
+
+	var failure error
+	select {
+	case <-ctx.Done():
+		o.log.Info("stopping: signal received")
+	case failure = <-o.failCh:
+		o.log.Error("stopping on a failure", zap.Error(failure))
+	}
+	o.ready.Store(false)
+
+	// Stop taking work, let passes in flight finish within the shutdown budget, then cut them off.
+	for _, c := range o.ctrls {
+		c.queue.ShutDown()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(o.opts.ShutdownTimeout):
+		o.log.Warn("passes still running at the shutdown deadline; cancelling them")
+		stopWork()
+		<-finished
+	}
+	o.leading.Store(false)
+	stopElection()
+	<-electionDone
+	return failure
+}
+
+func (o *Operator) runCleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), o.opts.ShutdownTimeout)
+	defer cancel()
+	for _, a := range o.cleanup {
+		if err := a.fn(ctx); err != nil {
+			o.log.Error("cleanup activity failed", zap.String("activity", a.id), zap.Error(err))
+			continue
+		}
+		o.log.Info("activity succeeded", zap.String("activity", a.id))
+	}
+}
+
+func (o *Operator) buildControllers() error {
+	for _, w := range o.watches {
+		if w.needsFinalizer() && w.finalizer == "" {
+			return fmt.Errorf("framework: %s has delete handlers or timers but no Finalizer", gvrString(w.gvr))
+		}
+		indexers := cache.Indexers{
+			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+			"uid": func(obj any) ([]string, error) {
+				u, ok := obj.(*unstructured.Unstructured)
+				if !ok {
+					return nil, nil
+				}
+				return []string{string(u.GetUID())}, nil
+			},
+		}
+		for name, fn := range w.indexers {
+			fn := fn
+			indexers[name] = func(obj any) ([]string, error) {
+				u, ok := obj.(*unstructured.Unstructured)
+				if !ok {
+					return nil, nil
+				}
+				return fn(u), nil
+			}
+		}
+		ns := metav1.NamespaceAll
+		if w.namespaced {
+			ns = w.namespace
+		}
+		selector := w.selector
+		tweak := func(lo *metav1.ListOptions) { lo.LabelSelector = selector }
+		inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, w.gvr, ns, 0, indexers, tweak).Informer()
+		c := newController(o, w, inf)
+		if _, err := inf.AddEventHandler(c.eventHandler()); err != nil {
+			return err
+		}
+		o.cache.add(w.gvr, inf)
+		for _, r := range w.related {
+			rinf := o.relatedInformer(r.gvr, r.namespace)
+			if _, err := rinf.AddEventHandler(c.relatedHandler(r)); err != nil {
+				return err
+			}
+		}
+		o.ctrls = append(o.ctrls, c)
+	}
+	return nil
+}
+
+// relatedInformer shares one informer per related resource and namespace across watches.
+func (o *Operator) relatedInformer(gvr schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
+	k := relatedKey{gvr, namespace}
+	if inf, ok := o.related[k]; ok {
+		return inf
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, gvr, namespace, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	o.related[k] = inf
+	o.cache.add(gvr, inf)
+	return inf
+}
+
+func (o *Operator) startInformers(ctx context.Context) {
+	for _, c := range o.ctrls {
+		go c.informer.RunWithContext(ctx)
+	}
+	for _, inf := range o.related {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// runElection campaigns for the lease; the workers start only while leading. Losing the lease fails the
+// operator: the process restarts and campaigns again rather than risk two handlers.
+func (o *Operator) runElection(ctx context.Context, onLead func(), done chan struct{}) error {
+	host, _ := os.Hostname()
+	identity := host + "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: o.opts.LeaderElectionID, Namespace: o.opts.LeaderElectionNamespace},
+		Client:     o.clients.Kubernetes.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            o.opts.LeaderElectionID,
+		LeaseDuration:   o.opts.LeaseDuration,
+		RenewDeadline:   o.opts.RenewDeadline,
+		RetryPeriod:     o.opts.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				o.log.Info("leading: handling objects", zap.String("identity", identity))
+				onLead()
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					o.leading.Store(false)
+					o.Fail(errors.New("leader election lost"))
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					o.log.Info("another instance leads; standing by", zap.String("leader", id))
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	go func() {
+		defer close(done)
+		le.Run(ctx)
+	}()
+	return nil
+}

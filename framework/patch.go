@@ -1,0 +1,139 @@
+package framework
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Patch collects what one pass wants changed on the object. Handlers fill it; the framework turns it into at
+// most one JSON merge patch on the object (labels, annotations, finalizers) and one on /status, and sends
+// neither when it would change nothing.
+type Patch struct {
+	// Status is a JSON merge patch (RFC 7386) for the status subresource: nested maps merge, a nil value
+	// deletes the key.
+	Status map[string]any
+	// Labels and Annotations: a value sets the key, nil deletes it.
+	Labels      map[string]*string
+	Annotations map[string]*string
+
+	// finalizers, when non-nil, is the complete desired finalizer list (framework only).
+	finalizers []string
+}
+
+func newPatch() *Patch {
+	return &Patch{Status: map[string]any{}, Labels: map[string]*string{}, Annotations: map[string]*string{}}
+}
+
+// SetStatus sets one status field at a path, creating the intermediate maps: SetStatus(v, "a", "b") patches
+// status.a.b = v and leaves a's other keys alone.
+func (p *Patch) SetStatus(value any, path ...string) {
+	if len(path) == 0 {
+		return
+	}
+	m := p.Status
+	for _, f := range path[:len(path)-1] {
+		next, ok := m[f].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[f] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = value
+}
+
+// SetAnnotation sets an annotation; DeleteAnnotation removes one.
+func (p *Patch) SetAnnotation(key, value string) { p.Annotations[key] = &value }
+
+// DeleteAnnotation removes an annotation.
+func (p *Patch) DeleteAnnotation(key string) { p.Annotations[key] = nil }
+
+// mergeInto applies an RFC 7386 merge patch to target in place and returns the result.
+func mergeInto(target any, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return runtimeDeepCopy(patch)
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(tm, k)
+			continue
+		}
+		tm[k] = mergeInto(tm[k], v)
+	}
+	return tm
+}
+
+// statusPatch returns the /status merge patch body, or nil when applying it would change nothing.
+func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
+	if len(p.Status) == 0 {
+		return nil
+	}
+	current, _ := obj.Object["status"].(map[string]any)
+	desired := mergeInto(runtimeDeepCopy(current), normalizeJSON(p.Status))
+	if current == nil {
+		current = map[string]any{}
+	}
+	if reflect.DeepEqual(normalizeJSON(current), normalizeJSON(desired)) {
+		return nil
+	}
+	body, _ := json.Marshal(map[string]any{"status": p.Status})
+	return body
+}
+
+// metadataPatch returns the object's merge patch body, or nil when it would change nothing. Only keys
+// that change are sent. A finalizer change carries the cached resourceVersion, so a concurrent change to
+// the list (another controller's finalizer) fails with a conflict instead of being overwritten.
+func (p *Patch) metadataPatch(obj *unstructured.Unstructured) []byte {
+	meta := map[string]any{}
+	if m := changedStrings(obj.GetAnnotations(), p.Annotations); m != nil {
+		meta["annotations"] = m
+	}
+	if m := changedStrings(obj.GetLabels(), p.Labels); m != nil {
+		meta["labels"] = m
+	}
+	if p.finalizers != nil && !sameStrings(obj.GetFinalizers(), p.finalizers) {
+		meta["finalizers"] = p.finalizers
+		meta["resourceVersion"] = obj.GetResourceVersion()
+	}
+	if len(meta) == 0 {
+		return nil
+	}
+	body, _ := json.Marshal(map[string]any{"metadata": meta})
+	return body
+}
+
+func changedStrings(current map[string]string, want map[string]*string) map[string]any {
+	out := map[string]any{}
+	for k, v := range want {
+		cur, present := current[k]
+		switch {
+		case v == nil && present:
+			out[k] = nil
+		case v != nil && (!present || cur != *v):
+			out[k] = *v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func sameStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
