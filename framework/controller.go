@@ -25,6 +25,7 @@ type controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	client   dynamic.NamespaceableResourceInterface
 	namer    keyNamer
+	keys     *keyCache
 	log      *zap.Logger
 
 	mu      sync.Mutex
@@ -54,6 +55,9 @@ type objectState struct {
 	timers     map[string]*timerState
 	warned     map[string]bool
 	events     []pendingEvent
+	// baseRaw/base cache the parsed diff-base while its annotation is unchanged.
+	baseRaw string
+	base    map[string]any
 }
 
 type timerState struct {
@@ -78,6 +82,7 @@ func newController(op *Operator, w *Watch, informer cache.SharedIndexInformer) *
 		}),
 		client:  op.clients.Dynamic.Resource(w.gvr),
 		namer:   keyNamer{prefix: op.opts.Prefix},
+		keys:    &keyCache{namer: keyNamer{prefix: op.opts.Prefix}},
 		log:     op.log.With(zap.String("resource", name)),
 		objects: map[string]*objectState{},
 	}

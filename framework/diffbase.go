@@ -17,8 +17,9 @@ const diffBaseName = "last-handled-configuration"
 const kopfMarker = "kopf-managed"
 
 // essence is the object minus apiVersion, kind, metadata and status, plus labels and annotations without
-// kopf's own (any kopf-marked prefix) and kubectl's last-applied-configuration.
-func essence(obj *unstructured.Unstructured) map[string]any {
+// our own prefix's (always, as kopf's progress storage clears them), any other kopf-marked prefix's, and
+// kubectl's last-applied-configuration.
+func essence(obj *unstructured.Unstructured, own string) map[string]any {
 	out := map[string]any{}
 	for k, v := range obj.Object {
 		switch k {
@@ -42,7 +43,7 @@ func essence(obj *unstructured.Unstructured) map[string]any {
 		if k == "kubectl.kubernetes.io/last-applied-configuration" {
 			continue
 		}
-		if prefix, _, ok := strings.Cut(k, "/"); ok && marked[prefix] {
+		if prefix, _, ok := strings.Cut(k, "/"); ok && (marked[prefix] || prefix == own) {
 			continue
 		}
 		kept[k] = v
@@ -74,9 +75,9 @@ func markedPrefixes(annotations map[string]string) map[string]bool {
 
 // fetchDiffBase reads the diff-base under either key form. A malformed one is an error the caller
 // reports; it is not silently treated as absent, which would re-run create handlers on a handled object.
-func fetchDiffBase(obj *unstructured.Unstructured, n keyNamer) (map[string]any, bool, error) {
+func fetchDiffBase(obj *unstructured.Unstructured, keys []string) (map[string]any, bool, error) {
 	annotations := obj.GetAnnotations()
-	for _, key := range n.keys(diffBaseName) {
+	for _, key := range keys {
 		raw, ok := annotations[key]
 		if !ok {
 			continue
@@ -99,9 +100,90 @@ func encodeDiffBase(e map[string]any) string {
 	return string(b) + "\n"
 }
 
-// sameEssence compares after a JSON round trip, so 1 and 1.0 or key order never make a difference.
+// clearOwn removes our prefix's annotations from a stored diff-base before comparing, as kopf clears both
+// sides: a diff-base written by an operator that did not exclude them must not look like a change.
+func clearOwn(base map[string]any, own string) map[string]any {
+	meta, _ := base["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if len(ann) == 0 {
+		return base
+	}
+	out := runtimeDeepCopy(base).(map[string]any)
+	meta = out["metadata"].(map[string]any)
+	ann = meta["annotations"].(map[string]any)
+	for k := range ann {
+		if strings.HasPrefix(k, own+"/") {
+			delete(ann, k)
+		}
+	}
+	if len(ann) == 0 {
+		delete(meta, "annotations")
+	}
+	if len(meta) == 0 {
+		delete(out, "metadata")
+	}
+	return out
+}
+
+// sameEssence compares as JSON values, so 1 and 1.0 or key order never make a difference.
 func sameEssence(a, b map[string]any) bool {
-	return reflect.DeepEqual(normalizeJSON(a), normalizeJSON(b))
+	return jsonEqual(a, b)
+}
+
+// jsonEqual compares two JSON-like trees (maps, slices, strings, bools, numbers of any Go type) without the
+// marshal round trip, which dominated the cost of a pass.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return b == nil
+	}
+	if fa, ok := asFloat(a); ok {
+		fb, ok := asFloat(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
 }
 
 func normalizeJSON(v any) any {

@@ -3,6 +3,7 @@ package framework
 import (
 	"encoding/base64"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/blake2b"
 )
@@ -31,8 +32,23 @@ func (n keyNamer) keys(name string) []string {
 	return []string{v2, v1}
 }
 
-func safeKey(name string) string {
-	return strings.NewReplacer("/", ".", "<", "_", ">", "_").Replace(name)
+var safeReplacer = strings.NewReplacer("/", ".", "<", "_", ">", "_")
+
+func safeKey(name string) string { return safeReplacer.Replace(name) }
+
+// keyCache memoizes keys per name: a pass asks for the same few (handler ids, the diff-base) every time.
+type keyCache struct {
+	namer keyNamer
+	m     sync.Map // name → []string
+}
+
+func (c *keyCache) keys(name string) []string {
+	if v, ok := c.m.Load(name); ok {
+		return v.([]string)
+	}
+	k := c.namer.keys(name)
+	c.m.Store(name, k)
+	return k
 }
 
 func (n keyNamer) v1(name string) string {

@@ -47,7 +47,7 @@ func NewLogger(level zapcore.Level, json bool) *zap.Logger {
 		cfg.Development = false
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.DisableStacktrace = level > zapcore.DebugLevel
+	cfg.DisableStacktrace = true
 	log, err := cfg.Build()
 	if err != nil {
 		return zap.NewNop()

@@ -88,7 +88,7 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 			c.forget(key)
 			return passResult{}
 		}
-		return c.handleCause(ctx, key, u, p, st, ReasonDelete, nil, false, now, log)
+		return c.handleCause(ctx, key, u, p, st, ReasonDelete, nil, nil, false, now, log)
 	}
 
 	if w.needsFinalizer() && !hasFinalizer {
@@ -104,27 +104,51 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 		p.finalizers = removeString(u.GetFinalizers(), w.finalizer)
 	}
 
-	base, hasBase, err := fetchDiffBase(u, c.namer)
+	base, hasBase, err := c.diffBase(u, st)
 	if err != nil {
 		// Someone wrote something unreadable: it must not crash or block the object. Treat it as absent
 		// (create handlers are idempotent), say so once, and the next completion overwrites it.
 		c.warnOnce(u, st, "diffbase", fmt.Sprintf("Ignoring an unreadable diff-base: %v", err), log)
 		hasBase = false
 	}
-	ess := essence(u)
+	ess := essence(u, c.namer.prefix)
 	c.mu.Lock()
 	initial := st.initial
 	c.mu.Unlock()
 	switch {
 	case !hasBase:
-		return c.handleCause(ctx, key, u, p, st, ReasonCreate, ess, initial, now, log)
+		return c.handleCause(ctx, key, u, p, st, ReasonCreate, ess, nil, initial, now, log)
 	case !sameEssence(ess, base):
-		return c.handleCause(ctx, key, u, p, st, ReasonUpdate, ess, initial, now, log)
+		return c.handleCause(ctx, key, u, p, st, ReasonUpdate, ess, base, initial, now, log)
 	case initial:
-		return c.handleCause(ctx, key, u, p, st, ReasonResume, ess, initial, now, log)
+		return c.handleCause(ctx, key, u, p, st, ReasonResume, ess, base, initial, now, log)
 	default:
 		return c.finishPass(ctx, key, u, p, st, passResult{}, now, log)
 	}
+}
+
+// diffBase returns the stored diff-base with our own annotations cleared, parsing it only when its
+// annotation changed since the last pass.
+func (c *controller) diffBase(u *unstructured.Unstructured, st *objectState) (map[string]any, bool, error) {
+	ann := u.GetAnnotations()
+	raw := ""
+	for _, k := range c.keys.keys(diffBaseName) {
+		if v, ok := ann[k]; ok {
+			raw = v
+			break
+		}
+	}
+	if raw != "" && raw == st.baseRaw && st.base != nil {
+		return st.base, true, nil
+	}
+	base, has, err := fetchDiffBase(u, c.keys.keys(diffBaseName))
+	if err != nil || !has {
+		st.baseRaw, st.base = "", nil
+		return nil, has, err
+	}
+	base = clearOwn(base, c.namer.prefix)
+	st.baseRaw, st.base = raw, base
+	return base, true, nil
 }
 
 // handlersFor lists the handlers of a cause; resume handlers ride along an update seen at start (kopf's
@@ -146,7 +170,7 @@ func (c *controller) handlersFor(reason Reason, initial bool) []*handlerSpec {
 }
 
 func (c *controller) handleCause(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch,
-	st *objectState, reason Reason, ess map[string]any, initial bool, now time.Time, log *zap.Logger) passResult {
+	st *objectState, reason Reason, ess, base map[string]any, initial bool, now time.Time, log *zap.Logger) passResult {
 	handlers := c.handlersFor(reason, initial)
 	if st.cause != reason {
 		// A new cause starts from what the object says, not from what the previous cause left in memory.
@@ -210,9 +234,9 @@ func (c *controller) handleCause(ctx context.Context, key string, u *unstructure
 	case ReasonDelete:
 		p.finalizers = removeString(u.GetFinalizers(), c.w.finalizer)
 	default:
-		if base, has, _ := fetchDiffBase(u, c.namer); !has || !sameEssence(base, ess) {
+		if base == nil || !sameEssence(base, ess) {
 			enc := encodeDiffBase(ess)
-			for _, k := range c.namer.keys(diffBaseName) {
+			for _, k := range c.keys.keys(diffBaseName) {
 				p.SetAnnotation(k, enc)
 			}
 			c.mark(u, p)
@@ -318,7 +342,7 @@ func (c *controller) call(ctx context.Context, h *handlerSpec, cause *Cause) (er
 // loadProgress reads a handler's record (ours or kopf's) from the object.
 func (c *controller) loadProgress(u *unstructured.Unstructured, st *objectState, id string, now time.Time, log *zap.Logger) *handlerState {
 	ann := u.GetAnnotations()
-	for _, k := range c.namer.keys(id) {
+	for _, k := range c.keys.keys(id) {
 		raw, ok := ann[k]
 		if !ok {
 			continue
@@ -352,7 +376,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 			continue
 		}
 		enc := encodeProgress(rec)
-		for _, k := range c.namer.keys(h.id) {
+		for _, k := range c.keys.keys(h.id) {
 			p.SetAnnotation(k, enc)
 		}
 		hs.persisted = rec
@@ -365,7 +389,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
 	ann := u.GetAnnotations()
 	purge := func(id string) {
-		for _, k := range c.namer.keys(id) {
+		for _, k := range c.keys.keys(id) {
 			if _, ok := ann[k]; ok {
 				p.DeleteAnnotation(k)
 			}

@@ -10,15 +10,24 @@ ETCD_VERSION=3.6.16
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${O2IMS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/o2ims-operator/tools/kube-${KUBE_VERSION}-etcd-${ETCD_VERSION}}"
 mkdir -p "$dir"
+# Test packages run in parallel and each may ask for the tools: one builds, the others wait for it.
+exec 9>"$dir/.lock"
+flock 9
 
 stamp="$( (go version; cat "$root"/hack/tools/kube/go.mod "$root"/hack/tools/kube/go.sum \
   "$root"/hack/tools/etcd/go.mod "$root"/hack/tools/etcd/go.sum) | sha256sum | cut -d' ' -f1)"
 
+# Outputs are captured before matching: with pipefail, `cmd | grep -q` fails whenever grep exits before cmd
+# finishes writing (SIGPIPE), which made the check flaky.
 fresh() {
   [[ -f "$dir/stamp" && "$(cat "$dir/stamp")" == "$stamp" ]] || return 1
-  "$dir/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION" || return 1
-  "$dir/kubectl" version --client 2>/dev/null | grep -q "Client Version: $KUBE_VERSION" || return 1
-  "$dir/etcd" --version 2>/dev/null | grep -q "etcd Version: $ETCD_VERSION" || return 1
+  local out
+  out="$("$dir/kube-apiserver" --version 2>/dev/null)" || return 1
+  [[ "$out" == "Kubernetes $KUBE_VERSION" ]] || return 1
+  out="$("$dir/kubectl" version --client 2>/dev/null)" || return 1
+  [[ "$out" == *"Client Version: $KUBE_VERSION"* ]] || return 1
+  out="$("$dir/etcd" --version 2>/dev/null)" || return 1
+  [[ "$out" == *"etcd Version: $ETCD_VERSION"* ]] || return 1
 }
 
 if fresh; then
@@ -38,14 +47,14 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.
 tmp="$(mktemp -d "$dir/.build.XXXXXX")"
 (
   cd "$root/hack/tools/kube"
-  CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
   echo "  kube-apiserver built ($((SECONDS - start))s)" >&2
-  CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ldflags" -o "$tmp/kubectl" k8s.io/kubernetes/cmd/kubectl
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/kubectl" k8s.io/kubernetes/cmd/kubectl
   echo "  kubectl built ($((SECONDS - start))s)" >&2
 )
 (
   cd "$root/hack/tools/etcd"
-  CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
   echo "  etcd built ($((SECONDS - start))s)" >&2
 )
 mv -f "$tmp"/kube-apiserver "$tmp"/kubectl "$tmp"/etcd "$dir"/

@@ -1,0 +1,163 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+func TestSpecChangeIsAnUpdateCauseAndMovesTheDiffBase(t *testing.T) {
+	t.Parallel()
+	label := "update"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+		w.OnUpdate("update_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			c.Normal("SpecChanged", "the spec changed")
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "u1", map[string]any{"size": 1}))
+	eventually(t, 20*time.Second, func() bool {
+		return mustGet(t, "u1").GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "create never finished")
+
+	_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Patch(context.Background(), "u1", types.MergePatchType,
+		[]byte(`{"spec":{"size":2}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("update_fn", "u1")) == 1 }, "update never ran")
+	eventually(t, 20*time.Second, func() bool {
+		return hasEvent(events(t, "default", "u1"), corev1.EventTypeNormal, "SpecChanged", "the spec changed")
+	}, "the handler's own event was not posted")
+	eventually(t, 10*time.Second, func() bool {
+		base, _, _ := fetchDiffBase(mustGet(t, "u1"), keyNamer{testPrefix}.keys(diffBaseName))
+		spec, _ := base["spec"].(map[string]any)
+		return spec["size"] == float64(2)
+	}, "diff-base not moved to the new essence")
+	assert.Len(t, log.of("create_fn", "u1"), 1)
+}
+
+func TestHandlerTimeoutIsMeasuredFromItsFirstStart(t *testing.T) {
+	t.Parallel()
+	label := "timeout"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			return Temporary(100*time.Millisecond, "still waiting")
+		}, Timeout(350*time.Millisecond))
+	})
+	to.start(t)
+	create(t, widget(label, "to1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool {
+		return hasEvent(events(t, "default", "to1"), corev1.EventTypeWarning, EventHandlerFailed, "timed out")
+	}, "never timed out")
+	runs := log.of("create_fn", "to1")
+	require.NotEmpty(t, runs)
+	last := runs[len(runs)-1]
+	// Look-ahead: the failure comes when the next try would pass the limit, not after it.
+	assert.Less(t, last.Now.Sub(runs[0].Started), 350*time.Millisecond)
+}
+
+func TestRelatedObjectsMapThroughIndexesAndAnnotations(t *testing.T) {
+	t.Parallel()
+	label := "index"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.Index("cluster", func(u *unstructured.Unstructured) []string {
+			v, _, _ := unstructured.NestedString(u.Object, "spec", "clusterName")
+			return []string{v}
+		})
+		w.Related(gadgetGVR, "kube-public", AnyOf(ByIndexedName("cluster"), ByAnnotation("test.o2ims.io/owner-uid", "uid"), ByLabel("test.o2ims.io/owner-uid", "uid")))
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			cluster, _, _ := unstructured.NestedString(c.Object.Object, "spec", "clusterName")
+			byName, err := c.Cache.ByIndex(widgetGVR, "cluster", cluster)
+			if err != nil || len(byName) != 1 {
+				return errors.New("the owner index does not find the widget")
+			}
+			gadgets, err := c.Cache.List(gadgetGVR, "kube-public")
+			if err != nil {
+				return err
+			}
+			for _, g := range gadgets {
+				if g.GetName() == cluster || g.GetAnnotations()["test.o2ims.io/owner-uid"] == string(c.Object.GetUID()) {
+					c.Patch.SetStatus("found "+g.GetName(), "phase")
+					return nil
+				}
+			}
+			return Temporary(time.Hour, "no gadget yet")
+		})
+	})
+	to.start(t)
+	w1 := create(t, widget(label, "ix1", map[string]any{"clusterName": "edge-7"}))
+	w2 := create(t, widget(label, "ix2", map[string]any{"clusterName": "edge-8"}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "ix1")) == 1 && len(log.of("create_fn", "ix2")) == 1 }, "never ran")
+
+	dyn := kubeapi.Shared(t).AdminDynamic().Resource(gadgetGVR).Namespace("kube-public")
+	mk := func(name string, ann map[string]string) {
+		g := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "test.o2ims.io/v1", "kind": "Gadget",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{}}}
+		g.SetAnnotations(ann)
+		_, err := dyn.Create(context.Background(), g, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	mk("edge-7", nil)                                                                  // named after ix1's cluster
+	mk("unrelated", map[string]string{"test.o2ims.io/owner-uid": string(w2.GetUID())}) // annotated with ix2's uid
+	eventually(t, 10*time.Second, func() bool { return statusField(mustGet(t, "ix1"), "phase") == "found edge-7" }, "index mapping did not wake ix1")
+	eventually(t, 10*time.Second, func() bool { return statusField(mustGet(t, "ix2"), "phase") == "found unrelated" }, "annotation mapping did not wake ix2")
+	_ = w1
+}
+
+func TestPanickingHandlerIsRetriedNotFatal(t *testing.T) {
+	t.Parallel()
+	label := "panic"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			if log.add(c) == 1 {
+				var m map[string]int
+				m["boom"] = 1 // a bug in a handler
+			}
+			c.Patch.SetStatus("recovered", "phase")
+			return nil
+		})
+	})
+	to.start(t)
+	create(t, widget(label, "pn1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return statusField(mustGet(t, "pn1"), "phase") == "recovered" }, "never recovered")
+	assert.Len(t, log.of("create_fn", "pn1"), 2)
+}
+
+func TestDeletingAnObjectWithoutOurFinalizerIsLeftAlone(t *testing.T) {
+	t.Parallel()
+	label := "free"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnDelete("delete_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+	})
+	// Someone else's finalizer holds it; ours was never added (the operator was not running).
+	u := widget(label, "fr1", map[string]any{})
+	u.SetFinalizers([]string{"someone.example.com/hold"})
+	create(t, u)
+	dyn := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR)
+	require.NoError(t, dyn.Delete(context.Background(), "fr1", metav1.DeleteOptions{}))
+	to.start(t)
+	time.Sleep(500 * time.Millisecond)
+	assert.Empty(t, log.of("delete_fn", "fr1"), "kopf's free cause: nothing to do")
+	assert.Equal(t, []string{"someone.example.com/hold"}, mustGet(t, "fr1").GetFinalizers())
+	_, err := dyn.Patch(context.Background(), "fr1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+}
