@@ -161,3 +161,23 @@ func TestDeletingAnObjectWithoutOurFinalizerIsLeftAlone(t *testing.T) {
 	_, err := dyn.Patch(context.Background(), "fr1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
+
+func TestOwnProgressHandlersGetNoRetryEventsForWaiting(t *testing.T) {
+	t.Parallel()
+	label := "own-progress"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			if log.add(c) == 1 {
+				return Temporary(10*time.Millisecond, "waiting quietly")
+			}
+			return nil
+		}, OwnProgressEvents())
+	})
+	to.start(t)
+	create(t, widget(label, "op1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool {
+		return hasEvent(events(t, "default", "op1"), corev1.EventTypeNormal, EventHandlerSucceeded, "")
+	}, "never succeeded")
+	assert.False(t, hasEvent(events(t, "default", "op1"), corev1.EventTypeNormal, EventHandlerRetrying, ""))
+}

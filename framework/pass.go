@@ -318,7 +318,7 @@ func (c *controller) runHandler(ctx context.Context, key string, u *unstructured
 		}
 		// A retry event is posted when its message changes, not on every pass: waiting is normal, and a
 		// request waiting an hour must not post 360 identical events.
-		if st.lastRetry[h.id] != out.message {
+		if st.lastRetry[h.id] != out.message && !(h.ownProgress && out.kind == outcomeTemporary) {
 			st.lastRetry[h.id] = out.message
 			c.post(st, eventType, EventHandlerRetrying, fmt.Sprintf("Handler %q %s in %s: %s", h.id, verb, delay.Round(time.Millisecond), out.message))
 		}

@@ -37,7 +37,12 @@ func Timeout(d time.Duration) HandlerOption { return func(h *handlerSpec) { h.ti
 // CallTimeout bounds one call of the handler (default 60s); a call that exceeds it is an error (retried).
 func CallTimeout(d time.Duration) HandlerOption { return func(h *handlerSpec) { h.callTimeout = d } }
 
+// OwnProgressEvents is for handlers that post their own events as their object's state changes: the
+// framework then posts no event for a TemporaryError (waiting is their own story), only for errors.
+func OwnProgressEvents() HandlerOption { return func(h *handlerSpec) { h.ownProgress = true } }
+
 type handlerSpec struct {
+	ownProgress bool
 	id          string
 	reason      Reason
 	fn          HandlerFunc

@@ -17,9 +17,10 @@ import (
 
 var shared *Server
 
-// RunMain starts one API server for a test package, installs the given CRDs, runs the tests and stops the
-// server. Call it from TestMain: os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs)).
-func RunMain(m *testing.M, crds func() ([]string, error)) int {
+// RunMain starts one API server for a test package, installs the given CRDs, runs the setup hooks (which
+// return their cleanup), runs the tests and stops everything. Call it from TestMain:
+// os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs)).
+func RunMain(m *testing.M, crds func() ([]string, error), setup ...func(*Server) (func(), error)) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	s, err := Start(ctx, Options{})
 	cancel()
@@ -39,6 +40,14 @@ func RunMain(m *testing.M, crds func() ([]string, error)) int {
 			fmt.Fprintln(os.Stderr, "kubeapi: installing CRDs:", err)
 			return 1
 		}
+	}
+	for _, hook := range setup {
+		cleanup, err := hook(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kubeapi: test setup:", err)
+			return 1
+		}
+		defer cleanup()
 	}
 	shared = s
 	return m.Run()

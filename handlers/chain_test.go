@@ -1,0 +1,354 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "happy", nil, nil)
+	pr := createPR(t, srv, provisioningRequest("happy-1", "happy", tmplOK, map[string]any{
+		"clusterName": "edge-happy-1", "labels": map[string]any{"site": "lab-3", "nephio.org/region": "eu"},
+	}))
+
+	done := waitState(t, srv, "happy-1", StateFulfilled, 30*time.Second)
+	st := CurrentStatus(done)
+	assert.Equal(t, "Cluster resource created", st.Message)
+	ts, err := time.Parse(time.RFC3339, st.UpdateTime)
+	require.NoError(t, err, "provisioningUpdateTime is RFC 3339")
+	assert.True(t, strings.HasSuffix(st.UpdateTime, "Z"), "UTC")
+	assert.WithinDuration(t, time.Now(), ts, time.Minute)
+
+	cl, err := srv.AdminDynamic().Resource(ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-happy-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	set, _, _ := unstructured.NestedMap(done.Object, "status", "provisionedResourceSet")
+	assert.Equal(t, map[string]any{"oCloudNodeClusterId": string(cl.GetUID()), "oCloudInfrastructureResourceIds": []any{}}, set)
+
+	pv, ok := getPV(t, srv, "happy-1")
+	require.True(t, ok)
+	assert.Equal(t, map[string]any{
+		"upstream":    map[string]any{"repo": "catalog-infra-capi", "package": tmplOK, "workspaceName": "v1.0.0"},
+		"downstream":  map[string]any{"repo": "mgmt", "package": "edge-happy-1"},
+		"annotations": map[string]any{"approval.nephio.org/policy": "initial"},
+		"pipeline": map[string]any{"mutators": []any{map[string]any{
+			"image":     "gcr.io/kpt-fn/set-labels:v0.2.0",
+			"configMap": map[string]any{"site": "lab-3", "nephio.org/region": "eu"},
+		}}},
+	}, pv.Object["spec"])
+	assert.Equal(t, map[string]string{LabelOwner: LabelOwnerValue}, pv.GetLabels())
+	assert.Equal(t, string(pr.GetUID()), pv.GetAnnotations()[AnnotationRequestUID])
+	assert.Equal(t, "edge-happy-1", pv.GetAnnotations()[AnnotationDownstream])
+	require.Len(t, pv.GetOwnerReferences(), 1)
+	assert.Equal(t, pr.GetUID(), pv.GetOwnerReferences()[0].UID)
+
+	assert.Contains(t, done.GetFinalizers(), Finalizer)
+	evs := eventsOf(t, srv, "happy-1")
+	assert.True(t, hasEvent(evs, corev1.EventTypeNormal, EventProgressing, "rendering"))
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(eventsOf(t, srv, "happy-1"), corev1.EventTypeNormal, EventFulfilled, "Cluster resource created")
+	}, "no Fulfilled event")
+
+	// The writes it took, counted at the operator's transport (events are posted asynchronously and
+	// counted apart).
+	all := c.rec.writes("")
+	var objectWrites, eventWrites int
+	for _, w := range all {
+		if strings.Contains(w, "/events") {
+			eventWrites++
+		} else {
+			objectWrites++
+		}
+	}
+	t.Logf("API writes for one fulfilled request: %d object writes %v, %d event writes", objectWrites, nonEvents(all), eventWrites)
+	// One finalizer patch before anything else, one create, one closing patch (diff-base); the rest are
+	// status writes, each of which changed what the request says.
+	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"))
+	assert.Equal(t, 2, len(c.rec.writes("/provisioningrequests/happy-1"))-len(c.rec.writes("/provisioningrequests/happy-1/status")))
+	statuses := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1/status")
+	for i := 1; i < len(statuses); i++ {
+		assert.NotEqual(t, statuses[i-1], statuses[i], "a status write that changed nothing")
+	}
+}
+
+func nonEvents(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		if !strings.Contains(w, "/events") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func TestInvalidSpecFailsWithoutAPackageVariant(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "invalid", nil, nil)
+	cases := map[string]struct {
+		params map[string]any
+		reason string
+	}{
+		"inv-no-cluster":     {map[string]any{"labels": map[string]any{}}, "clusterName is missing in template parameters"},
+		"inv-cluster-number": {map[string]any{"clusterName": 7}, "clusterName must be a string, got a number"},
+		"inv-cluster-name":   {map[string]any{"clusterName": "Edge_1"}, `clusterName "Edge_1" is not a valid name`},
+		"inv-labels-list":    {map[string]any{"clusterName": "c", "labels": []any{"a"}}, "labels must be an object, got a list"},
+		"inv-label-value":    {map[string]any{"clusterName": "c", "labels": map[string]any{"a": 1}}, "labels.a must be a string"},
+	}
+	for name, tc := range cases {
+		createPR(t, srv, provisioningRequest(name, "invalid", tmplOK, tc.params))
+	}
+	for name, tc := range cases {
+		u := waitState(t, srv, name, StateFailed, 30*time.Second)
+		assert.Equal(t, "Provisioning request validation failed; reason: ", CurrentStatus(u).Message[:len("Provisioning request validation failed; reason: ")], name)
+		assert.Contains(t, CurrentStatus(u).Message, tc.reason, name)
+		_, exists := getPV(t, srv, name)
+		assert.False(t, exists, "%s: no PackageVariant for an invalid request", name)
+		eventually(t, 10*time.Second, func() bool {
+			return hasEvent(eventsOf(t, srv, name), corev1.EventTypeWarning, EventFailed, tc.reason)
+		}, "%s: no Warning event", name)
+	}
+}
+
+func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "foreign", nil, nil)
+	foreign := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
+		"metadata": map[string]any{"name": "foreign-1", "namespace": "default",
+			"annotations": map[string]any{AnnotationRequestUID: "someone-else", AnnotationDownstream: "edge-foreign-1"}},
+		"spec": map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-foreign-1"}},
+	}}
+	foreign, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// Let the world render it, so its resourceVersion settles before the request arrives.
+	eventually(t, 10*time.Second, func() bool {
+		pv, _ := getPV(t, srv, "foreign-1")
+		_, ok := condition(pv, "Ready")
+		return ok
+	}, "world never rendered the foreign package variant")
+	before, _ := getPV(t, srv, "foreign-1")
+
+	createPR(t, srv, provisioningRequest("foreign-1", "foreign", tmplOK, map[string]any{"clusterName": "edge-foreign-1"}))
+	u := waitState(t, srv, "foreign-1", StateFailed, 30*time.Second)
+	assert.Equal(t, "Provisioning request creation failed; reason: package variant default/foreign-1 already exists and belongs to another request", CurrentStatus(u).Message)
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(eventsOf(t, srv, "foreign-1"), corev1.EventTypeWarning, EventConflict, "belongs to another request")
+	}, "no Conflict event")
+
+	// Deleting the request leaves the foreign PackageVariant exactly as it was.
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "foreign-1", metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "foreign-1"); return !ok }, "request never deleted")
+	after, ok := getPV(t, srv, "foreign-1")
+	require.True(t, ok, "the foreign package variant was deleted")
+	assert.Equal(t, before.GetResourceVersion(), after.GetResourceVersion(), "the foreign package variant was modified")
+}
+
+func TestRenderingNotReadyIsProgressingWithItsReason(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "notready", nil, nil)
+	createPR(t, srv, provisioningRequest("notready-1", "notready", tmplRenderFails, map[string]any{"clusterName": "edge-notready-1"}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, "notready-1")
+		return ok && CurrentStatus(u).Message == "Cluster instance rendering ongoing: Error: could not find upstream package revision"
+	}, "Ready=False not reported with its reason")
+	u, _ := getPR(t, srv, "notready-1")
+	assert.Equal(t, StateProgressing, CurrentStatus(u).State)
+}
+
+func TestBudgetExpiresWhileRendering(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "budget-render", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("budget-render-1", "budget-render", tmplNeverRenders, map[string]any{"clusterName": "edge-br-1"}))
+	u := waitState(t, srv, "budget-render-1", StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", CurrentStatus(u).Message)
+}
+
+func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "budget-cluster", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("budget-cluster-1", "budget-cluster", tmplNeverProvision, map[string]any{"clusterName": "edge-bc-1"}))
+	u := waitState(t, srv, "budget-cluster-1", StateFailed, 30*time.Second)
+	assert.Contains(t, CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning): Available=False NotAvailable: * ControlPlaneAvailable: waiting for the control plane")
+	assert.Contains(t, CurrentStatus(u).Message, "timed out after 3s")
+}
+
+func TestClusterFailureFailsTheRequest(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "cluster-fails", nil, nil)
+	createPR(t, srv, provisioningRequest("cluster-fails-1", "cluster-fails", tmplClusterFails, map[string]any{"clusterName": "edge-cf-1"}))
+	u := waitState(t, srv, "cluster-fails-1", StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster resource creation failed; reason: InvalidConfiguration: invalid machine template", CurrentStatus(u).Message)
+}
+
+func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	budget := func(c *Config) { c.CreationTimeout = 6 * time.Second; c.Requeue = 300 * time.Millisecond }
+	first := startChain(t, srv, "restart", budget, nil)
+	createPR(t, srv, provisioningRequest("restart-1", "restart", tmplNeverProvision, map[string]any{"clusterName": "edge-restart-1"}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, "restart-1")
+		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+	}, "never reached the cluster wait")
+	require.Equal(t, 1, first.rec.count("POST", "/packagevariants"))
+	first.stop(t)
+	created := time.Now()
+	u, _ := getPR(t, srv, "restart-1")
+	created = u.GetCreationTimestamp().Time
+
+	second := startChain(t, srv, "restart", budget, nil)
+	failed := waitState(t, srv, "restart-1", StateFailed, 30*time.Second)
+	assert.Zero(t, second.rec.count("POST", "/packagevariants"), "the restarted operator created a second package variant")
+	updated, err := time.Parse(time.RFC3339, CurrentStatus(failed).UpdateTime)
+	require.NoError(t, err)
+	// Measured from creationTimestamp (second precision), not from the restart: no fresh budget.
+	assert.Less(t, updated.Sub(created), 6*time.Second+3*time.Second, "the restart granted a fresh budget")
+}
+
+func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	var dropped atomic.Int32
+	rec := &recorder{fault: func(req *http.Request) bool {
+		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
+	}}
+	c := startChain(t, srv, "lost", nil, rec)
+	createPR(t, srv, provisioningRequest("lost-1", "lost", tmplOK, map[string]any{"clusterName": "edge-lost-1"}))
+	waitState(t, srv, "lost-1", StateFulfilled, 30*time.Second)
+	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"), "the create was retried blindly")
+	assert.GreaterOrEqual(t, c.rec.count("GET", "/packagevariants/lost-1"), 1, "no read-back")
+	list, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	n := 0
+	for _, pv := range list.Items {
+		if pv.GetAnnotations()[AnnotationDownstream] == "edge-lost-1" {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n)
+}
+
+func TestDeletionRemovesOurPackageVariantThenTheFinalizer(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "delete", nil, nil)
+	createPR(t, srv, provisioningRequest("delete-1", "delete", tmplOK, map[string]any{"clusterName": "edge-delete-1"}))
+	waitState(t, srv, "delete-1", StateFulfilled, 30*time.Second)
+
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
+	// Porch holds the package variant for a moment (its finalizer); the request shows deleting meanwhile.
+	waitState(t, srv, "delete-1", StateDeleting, 30*time.Second)
+	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "delete-1"); return !ok }, "request never went away")
+	_, pvLeft := getPV(t, srv, "delete-1")
+	assert.False(t, pvLeft, "the request's package variant outlived it")
+}
+
+func TestWaitingPassesWriteNothingNew(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "quiet", func(c *Config) { c.Requeue = 200 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("quiet-1", "quiet", tmplNeverProvision, map[string]any{"clusterName": "edge-quiet-1"}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, "quiet-1")
+		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning")
+	}, "never waited for the cluster")
+	before := len(c.rec.writes("/provisioningrequests/quiet-1"))
+	time.Sleep(2 * time.Second) // ten passes at the 200ms safety net
+	assert.Equal(t, before, len(c.rec.writes("/provisioningrequests/quiet-1")), "passes that observed nothing new wrote")
+	assert.GreaterOrEqual(t, c.rec.count("GET", "/provisioningrequests"), 0)
+}
+
+func TestRelatedChangesWakeTheRequestLongBeforeTheRequeue(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "wake", func(c *Config) { c.Requeue = 10 * time.Minute }, nil)
+	createPR(t, srv, provisioningRequest("wake-1", "wake", tmplOK, map[string]any{"clusterName": "edge-wake-1"}))
+	// Rendering (200ms) and provisioning (400ms) end long before a 10-minute requeue: only the
+	// PackageVariant's and the Cluster's own changes can have woken the request.
+	waitState(t, srv, "wake-1", StateFulfilled, 20*time.Second)
+}
+
+func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "update", nil, nil)
+	createPR(t, srv, provisioningRequest("update-1", "update", tmplOK, map[string]any{"clusterName": "edge-update-1"}))
+	waitState(t, srv, "update-1", StateFulfilled, 30*time.Second)
+
+	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+		[]byte(`{"spec":{"templateVersion":"v2.0.0"}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() bool {
+		pv, ok := getPV(t, srv, "update-1")
+		v, _, _ := unstructured.NestedString(pv.Object, "spec", "upstream", "workspaceName")
+		return ok && v == "v2.0.0"
+	}, "the package variant was not moved to the new template version")
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "update-1")
+		_, has := u.Object["status"].(map[string]any)["extensions"]
+		return CurrentStatus(u).State == StateFulfilled && has
+	}, "never fulfilled again after the update")
+
+	// clusterName is immutable once the package variant exists.
+	_, err = srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+		[]byte(`{"spec":{"templateParameters":{"clusterName":"edge-other"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	u := waitState(t, srv, "update-1", StateFailed, 30*time.Second)
+	assert.Contains(t, CurrentStatus(u).Message, `clusterName cannot change from "edge-update-1" to "edge-other"`)
+}
+
+// A fulfilled request the Python operator handled (its kopf annotations, no PackageVariant left) is not
+// re-driven when this operator starts: it stays fulfilled with its status untouched.
+func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	params := map[string]any{"clusterName": "edge-python-1"}
+	u := provisioningRequest("python-1", "python", tmplOK, params)
+	essence, _ := json.Marshal(map[string]any{"spec": u.Object["spec"], "metadata": map[string]any{"labels": map[string]any{"test": "python"}}})
+	u.SetAnnotations(map[string]string{
+		Prefix + "/kopf-managed":               "yes",
+		Prefix + "/last-handled-configuration": string(essence) + "\n",
+		Prefix + "/last-ha-a.A3qw":             string(essence) + "\n",
+	})
+	created := createPR(t, srv, u)
+	created.Object["status"] = map[string]any{
+		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
+		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "0b7e1a4c-6f3e-4d38-9c1d-7c9a2f1f0e11", "oCloudInfrastructureResourceIds": []any{}},
+	}
+	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	before, _ := getPR(t, srv, "python-1")
+
+	c := startChain(t, srv, "python", nil, nil)
+	eventually(t, 20*time.Second, func() bool {
+		got, _ := getPR(t, srv, "python-1")
+		return len(got.GetFinalizers()) == 1
+	}, "the finalizer (so its deletion is cleaned up) was never added")
+	time.Sleep(time.Second)
+	after, _ := getPR(t, srv, "python-1")
+	assert.Equal(t, before.Object["status"], after.Object["status"], "status changed")
+	assert.Equal(t, before.GetAnnotations(), after.GetAnnotations(), "kopf state changed")
+	assert.Zero(t, c.rec.count("POST", "/packagevariants"), "re-rendered a fulfilled request")
+	assert.Empty(t, c.rec.writes("/provisioningrequests/python-1/status"))
+}

@@ -1,0 +1,274 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/world"
+)
+
+// Templates that make the simulated world misbehave.
+const (
+	tmplOK             = "edge-cluster"
+	tmplRenderFails    = "tmpl-render-fails"
+	tmplNeverRenders   = "tmpl-never-renders"
+	tmplNeverProvision = "tmpl-never-provisions"
+	tmplClusterFails   = "tmpl-cluster-fails"
+)
+
+var worldOptions = world.Options{
+	RenderDelay: 200 * time.Millisecond, ProvisionDelay: 400 * time.Millisecond,
+	PorchFinalizer: true, DeleteDelay: 200 * time.Millisecond,
+	RenderFailure:  map[string]string{tmplRenderFails: "could not find upstream package revision"},
+	NeverRender:    map[string]bool{tmplNeverRenders: true},
+	NeverProvision: map[string]bool{tmplNeverProvision: true},
+	ClusterFailure: map[string]string{tmplClusterFails: "invalid machine template"},
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs, func(s *kubeapi.Server) (func(), error) {
+		opts := worldOptions
+		opts.Dynamic = s.AdminDynamic()
+		w, err := world.Start(context.Background(), opts)
+		if err != nil {
+			return nil, err
+		}
+		return w.Stop, nil
+	}))
+}
+
+// recorder sees what the operator sends, at its transport.
+type recorder struct {
+	mu     sync.Mutex
+	reqs   []string // "METHOD path"
+	bodies []string
+	fault  func(req *http.Request) (drop bool)
+}
+
+func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return rtFunc(func(req *http.Request) (*http.Response, error) {
+		var body []byte
+		if req.GetBody != nil {
+			if rc, err := req.GetBody(); err == nil {
+				body, _ = io.ReadAll(rc)
+				rc.Close()
+			}
+		}
+		r.mu.Lock()
+		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
+		r.bodies = append(r.bodies, string(body))
+		fault := r.fault
+		r.mu.Unlock()
+		resp, err := rt.RoundTrip(req)
+		if err == nil && fault != nil && fault(req) {
+			// The server acted; the answer never reaches us.
+			resp.Body.Close()
+			return nil, fmt.Errorf("read tcp: connection reset by peer (injected)")
+		}
+		return resp, err
+	})
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// count counts requests by method whose path contains substr.
+func (r *recorder) count(method, substr string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, q := range r.reqs {
+		if strings.HasPrefix(q, method+" ") && strings.Contains(q, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// bodiesOf lists the bodies of requests by method whose path ends with suffix.
+func (r *recorder) bodiesOf(method, suffix string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for i, q := range r.reqs {
+		if strings.HasPrefix(q, method+" ") && strings.HasSuffix(q, suffix) {
+			out = append(out, r.bodies[i])
+		}
+	}
+	return out
+}
+
+// writes lists the mutating requests whose path contains substr.
+func (r *recorder) writes(substr string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, q := range r.reqs {
+		if !strings.HasPrefix(q, "GET ") && strings.Contains(q, substr) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+type chain struct {
+	op     *framework.Operator
+	rec    *recorder
+	cfg    Config
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startChain runs the operator in-process on the shared server, watching requests labelled test=<label>.
+func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Config), rec *recorder) *chain {
+	t.Helper()
+	if rec == nil {
+		rec = &recorder{}
+	}
+	cfg, err := ConfigFromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	cfg.Requeue = time.Minute // related watches must do the waking; the safety net is far away
+	cfg.Selector = "test=" + label
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rc := srv.AdminConfig()
+	rc.WrapTransport = rec.wrap
+	clients, err := framework.NewClients(rc, framework.DefaultClientOptions())
+	require.NoError(t, err)
+	version, err := DetectClusterVersion(clients.Kubernetes.Discovery(), cfg.ClusterAPIVersion)
+	require.NoError(t, err)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
+	op, err := framework.New(clients, framework.Options{
+		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: Prefix, Logger: log,
+		BackoffBase: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	h := New(cfg, version, clients, nil, op.Registry())
+	h.Register(op)
+	c := &chain{op: op, rec: rec, cfg: cfg}
+	c.start(t)
+	return c
+}
+
+func (c *chain) start(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel, c.done = cancel, make(chan error, 1)
+	go func() { c.done <- c.op.Run(ctx) }()
+	eventually(t, 30*time.Second, c.op.Ready, "operator never ready")
+	t.Cleanup(func() { c.stop(t) })
+}
+
+func (c *chain) stop(t *testing.T) {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	c.cancel = nil
+	select {
+	case err := <-c.done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("operator did not stop")
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(format, args...)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+func provisioningRequest(name, label, template string, params map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "o2ims.provisioning.oran.org/v1alpha1", "kind": "ProvisioningRequest",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{"test": label}},
+		"spec": map[string]any{
+			"name": "edge " + name, "description": "test request",
+			"templateName": template, "templateVersion": "v1.0.0", "templateParameters": params,
+		},
+	}}
+	return u
+}
+
+func createPR(t *testing.T, srv *kubeapi.Server, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Create(context.Background(), u, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return out
+}
+
+func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
+	t.Helper()
+	u, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false
+	}
+	return u, true
+}
+
+// waitState waits until the request reaches a provisioning state and returns it.
+func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	var last ProvisioningStatus
+	var u *unstructured.Unstructured
+	eventually(t, timeout, func() bool {
+		var ok bool
+		u, ok = getPR(t, srv, name)
+		if !ok {
+			return false
+		}
+		last = CurrentStatus(u)
+		return last.State == state
+	}, "request %s never reached %s; last status %+v", name, state, &last)
+	return u
+}
+
+func getPV(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
+	t.Helper()
+	u, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false
+	}
+	return u, true
+}
+
+func eventsOf(t *testing.T, srv *kubeapi.Server, name string) []corev1.Event {
+	t.Helper()
+	list, err := srv.AdminClientset().CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + name + ",involvedObject.kind=ProvisioningRequest",
+	})
+	require.NoError(t, err)
+	return list.Items
+}
+
+func hasEvent(evs []corev1.Event, eventType, reason, contains string) bool {
+	for _, e := range evs {
+		if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, contains) {
+			return true
+		}
+	}
+	return false
+}

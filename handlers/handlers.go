@@ -1,0 +1,88 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+)
+
+// Hosts is the inventory step of the chain: claim hosts, register them with Metal3, wait until they are
+// available; and release them on delete. Each call makes one observation.
+type Hosts interface {
+	// Reserved lists selector keys the inventory owns (they cannot select hosts).
+	Reserved() map[string]bool
+	// Ensure moves the request's hosts one step on; ready when every requested host is claimed and available.
+	// A *framework.PermanentError is a configuration problem that retrying cannot fix.
+	Ensure(ctx context.Context, c *framework.Cause, req Request) (HostsResult, error)
+	// Release moves the release one step on; done when every host is back in the pool and nothing of
+	// ours is left in Metal3.
+	Release(ctx context.Context, c *framework.Cause) (done bool, message string, err error)
+	// Related lists the resources whose changes should wake a request (BareMetalHosts).
+	Related() []Related
+}
+
+// HostsResult is one observation of the inventory step.
+type HostsResult struct {
+	Ready   bool
+	Message string
+	// IDs are the claimed hosts' identities (netbox-<id>), the request's oCloudInfrastructureResourceIds.
+	IDs []string
+}
+
+// Related is a resource to watch on behalf of requests.
+type Related struct {
+	GVR       schema.GroupVersionResource
+	Namespace string
+	Map       framework.MapFunc
+}
+
+// Handlers holds the chain's dependencies.
+type Handlers struct {
+	cfg            Config
+	clusterVersion string
+	clusterGVR     schema.GroupVersionResource
+	kube           kube
+	hosts          Hosts
+	metrics        *Metrics
+}
+
+// New builds the chain. clusterVersion comes from DetectClusterVersion; hosts is nil without an inventory.
+func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
+	return &Handlers{
+		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: ClusterGVR(clusterVersion),
+		kube: kube{dyn: clients.Dynamic}, hosts: hosts, metrics: newMetrics(reg),
+	}
+}
+
+// Register puts the chain on an operator: the ProvisioningRequest watch with its handlers, the index that
+// maps Clusters to requests, and the related watches that wake a waiting request within a second of the
+// PackageVariant, Cluster or BareMetalHost changing.
+func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
+	h.metrics.cache = op.Cache()
+	w := op.Watch(ProvisioningRequestGVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
+	w.Index(IndexClusterName, func(u *unstructured.Unstructured) []string {
+		cn, _, _ := unstructured.NestedString(u.Object, "spec", "templateParameters", "clusterName")
+		if cn == "" {
+			return nil
+		}
+		return []string{cn}
+	})
+	w.Related(PackageVariantGVR, h.cfg.PackageVariantNamespace,
+		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
+	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
+	if h.hosts != nil {
+		for _, r := range h.hosts.Related() {
+			w.Related(r.GVR, r.Namespace, r.Map)
+		}
+	}
+	// The chain reports progress in the request's status and posts an event per state change itself.
+	w.OnCreate(HandlerCreate, h.Provision, framework.OwnProgressEvents())
+	w.OnResume(HandlerCreate, h.Provision, framework.OwnProgressEvents())
+	w.OnUpdate("update_fn", h.Provision, framework.OwnProgressEvents())
+	w.OnDelete(HandlerDelete, h.Release, framework.OwnProgressEvents())
+	return w
+}

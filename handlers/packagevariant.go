@@ -1,0 +1,193 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+)
+
+// setLabelsImage is the kpt function the Python image used to apply templateParameters.labels.
+const setLabelsImage = "gcr.io/kpt-fn/set-labels:v0.2.0"
+
+// desiredPackageVariant is the PackageVariant the Python image creates, plus the two ownership annotations
+// and an ownerReference (so the garbage collector removes it even if the request disappears without our
+// finalizer running).
+func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Request) *unstructured.Unstructured {
+	spec := map[string]any{
+		"upstream": map[string]any{
+			"repo": h.cfg.UpstreamRepo, "package": req.TemplateName, "workspaceName": req.TemplateVersion,
+		},
+		"downstream":  map[string]any{"repo": h.cfg.DownstreamRepo, "package": req.ClusterName},
+		"annotations": map[string]any{"approval.nephio.org/policy": "initial"},
+	}
+	if req.Labels != nil {
+		cm := map[string]any{}
+		for k, v := range req.Labels {
+			cm[k] = v
+		}
+		spec["pipeline"] = map[string]any{"mutators": []any{map[string]any{"image": setLabelsImage, "configMap": cm}}}
+	}
+	pv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": PackageVariantGVR.GroupVersion().String(),
+		"kind":       "PackageVariant",
+		"spec":       spec,
+	}}
+	pv.SetName(pr.GetName())
+	pv.SetNamespace(h.cfg.PackageVariantNamespace)
+	pv.SetLabels(map[string]string{LabelOwner: LabelOwnerValue})
+	pv.SetAnnotations(map[string]string{
+		AnnotationRequestUID: string(pr.GetUID()),
+		AnnotationDownstream: req.ClusterName,
+	})
+	pv.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: ProvisioningRequestGVR.GroupVersion().String(), Kind: "ProvisioningRequest",
+		Name: pr.GetName(), UID: pr.GetUID(),
+	}})
+	return pv
+}
+
+// ownsPackageVariant: the name is chosen by the request, so a PackageVariant of that name proves nothing;
+// it is this request's only if it carries this request's uid and targets its cluster.
+func ownsPackageVariant(pv, pr *unstructured.Unstructured, clusterName string) bool {
+	ann := pv.GetAnnotations()
+	return ann[AnnotationRequestUID] == string(pr.GetUID()) && clusterName != "" && ann[AnnotationDownstream] == clusterName
+}
+
+func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/" + pv.GetName() }
+
+// conflict fails the request over a PackageVariant that is not its own. That object is never modified.
+func (h *Handlers) conflict(c *framework.Cause, pv *unstructured.Unstructured) error {
+	msg := fmt.Sprintf("Provisioning request creation failed; reason: package variant %s already exists and belongs to another request", pvRef(pv))
+	c.Event(corev1.EventTypeWarning, EventConflict, msg)
+	return h.fail(c, msg)
+}
+
+// ensurePackageVariant returns this request's PackageVariant, creating it when absent. It returns a nil
+// object with the handler's outcome when there is nothing more to observe in this pass.
+func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause, req Request) (*unstructured.Unstructured, error) {
+	pr := c.Object
+	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
+	pv, found, err := c.Cache.Get(PackageVariantGVR, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		if !ownsPackageVariant(pv, pr, req.ClusterName) {
+			if pv.GetAnnotations()[AnnotationRequestUID] == string(pr.GetUID()) {
+				// Ours by uid, but for another cluster: the request's clusterName changed after creation.
+				return nil, h.fail(c, fmt.Sprintf("Provisioning request update failed; reason: clusterName cannot change "+
+					"from %q to %q after the package variant was created; delete and re-create the request",
+					pv.GetAnnotations()[AnnotationDownstream], req.ClusterName))
+			}
+			return nil, h.conflict(c, pv)
+		}
+		if c.Reason == framework.ReasonUpdate {
+			return h.updatePackageVariant(ctx, c, pv, req)
+		}
+		return pv, nil
+	}
+
+	created, err := h.kube.create(ctx, PackageVariantGVR, h.desiredPackageVariant(pr, req))
+	if err == nil {
+		c.Normal(EventCreated, "Created package variant "+pvRef(created))
+		return created, nil
+	}
+	ae, _ := framework.AsAPIError(err)
+	if ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
+		// The answer was lost, or someone (maybe our own earlier create) got there first: only reading it
+		// back tells which; a blind retry could not.
+		live, gerr := h.kube.get(ctx, PackageVariantGVR, ns, name)
+		switch {
+		case gerr == nil && ownsPackageVariant(live, pr, req.ClusterName):
+			c.Logger.Info("package variant create settled by read-back: it is ours", errField(err))
+			return live, nil
+		case gerr == nil:
+			return nil, h.conflict(c, live)
+		case framework.IsClass(gerr, framework.ClassNotFound):
+			// It did not land: the next pass creates it again, which is then not blind.
+			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant create did not land and will be retried")
+		default:
+			return nil, h.retryOrFail(c, "Cluster instance rendering", gerr)
+		}
+	}
+	return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+}
+
+// updatePackageVariant re-asserts the desired spec on our PackageVariant when the request's spec changed
+// (an NBI PUT): Porch re-renders the downstream package from the new template version or labels.
+func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
+	want := h.desiredPackageVariant(c.Object, req)
+	if reflect.DeepEqual(pv.Object["spec"], want.Object["spec"]) {
+		return pv, nil
+	}
+	pv = pv.DeepCopy()
+	pv.Object["spec"] = want.Object["spec"]
+	updated, err := h.kube.update(ctx, PackageVariantGVR, pv)
+	if err != nil {
+		if framework.IsClass(err, framework.ClassConflict) {
+			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed meanwhile and its update will be retried")
+		}
+		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+	}
+	c.Normal(EventCreated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
+	return updated, nil
+}
+
+// retryOrFail turns a classified API failure into the request's status: a retryable one keeps it
+// progressing with a message that says so (not "failed" next to "progressing"), a non-retryable one fails it.
+func (h *Handlers) retryOrFail(c *framework.Cause, phase string, err error) error {
+	ae, ok := framework.AsAPIError(err)
+	if !ok {
+		return err // not an API failure: a bug; the framework retries with backoff
+	}
+	if ae.Retryable {
+		h.setStatus(c, StateProgressing, fmt.Sprintf("%s ongoing; retrying after: %s", phase, ae.Error()))
+		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
+	}
+	return h.fail(c, fmt.Sprintf("%s failed; reason: %s", phase, ae.Error()))
+}
+
+// renderingReady reads Porch's Ready condition, found by type (the Python operator took conditions[-1], so
+// the same conditions in another order decided differently).
+func renderingReady(pv *unstructured.Unstructured) (bool, string) {
+	cond, ok := condition(pv, "Ready")
+	if !ok {
+		return false, ""
+	}
+	if cond["status"] == "True" {
+		return true, ""
+	}
+	detail := ""
+	if r, _ := cond["reason"].(string); r != "" {
+		detail = r
+	}
+	if m, _ := cond["message"].(string); m != "" {
+		if detail != "" {
+			detail += ": "
+		}
+		detail += m
+	}
+	return false, detail
+}
+
+// condition finds a status condition by type.
+func condition(u *unstructured.Unstructured, fields ...string) (map[string]any, bool) {
+	condType := fields[len(fields)-1]
+	path := []string{"status", "conditions"}
+	if len(fields) > 1 {
+		path = fields[:len(fields)-1]
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, path...)
+	for _, raw := range conds {
+		if m, ok := raw.(map[string]any); ok && m["type"] == condType {
+			return m, true
+		}
+	}
+	return nil, false
+}

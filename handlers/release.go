@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+)
+
+// Release is the delete handler (the Python operator had none and orphaned everything). It undoes the
+// chain in reverse: our PackageVariant first (and waits until it is gone), then the inventory hosts; only
+// when both are released does the framework remove the finalizer. A PackageVariant that is not ours is
+// never touched. It never fails permanently: giving up would drop the finalizer with resources still held,
+// so every obstacle is retried and shown in the status.
+func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
+	pr := c.Object
+	clusterName, _, _ := unstructured.NestedString(pr.Object, "spec", "templateParameters", "clusterName")
+	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
+
+	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
+	pv, err := h.kube.get(ctx, PackageVariantGVR, ns, name)
+	switch {
+	case framework.IsClass(err, framework.ClassNotFound):
+		// Nothing of ours left there.
+	case err != nil:
+		return h.deleting(c, "Deleting; retrying after: "+err.Error())
+	case ownsPackageVariant(pv, pr, clusterName):
+		if pv.GetDeletionTimestamp() == nil {
+			if err := h.kube.delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+				return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
+			}
+			c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
+		}
+		return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
+	default:
+		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
+	}
+
+	if h.hosts != nil {
+		done, msg, err := h.hosts.Release(ctx, c)
+		if err != nil {
+			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())
+		}
+		if !done {
+			return h.deleting(c, "Deleting; releasing hosts: "+msg)
+		}
+	}
+	h.setStatus(c, StateDeleting, "Deleting; all resources released")
+	return nil
+}
+
+func (h *Handlers) deleting(c *framework.Cause, message string) error {
+	h.setStatus(c, StateDeleting, message)
+	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
+}

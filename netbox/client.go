@@ -1,0 +1,397 @@
+package netbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+
+	nb "github.com/netbox-community/go-netbox/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// minVersion is the oldest NetBox the client accepts: ETag/If-Match on the
+// REST API exist from 4.6.0, and claims are only safe as conditional writes.
+var minVersion = [3]int{4, 6, 0}
+
+// Client talks to NetBox through go-netbox with the transport in transport.go.
+type Client struct {
+	cfg     Config
+	log     *zap.Logger
+	api     *nb.APIClient
+	tokens  *tokenSource
+	metrics *metrics
+	retry   *retryPolicy
+
+	devicePage int32 // device list page size (limit)
+	fieldPage  int32 // custom field list page size
+	maxPages   int   // bound on pages followed in one listing
+}
+
+// New validates cfg (filling defaults for a zero Timeout and empty field
+// names), reads the token file once to fail fast, loads the CA file and
+// registers the metrics on reg (nil: not registered).
+func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	def := DefaultFieldNames()
+	for _, p := range []struct {
+		dst *string
+		def string
+	}{
+		{&cfg.Fields.Managed, def.Managed}, {&cfg.Fields.RequestUID, def.RequestUID},
+		{&cfg.Fields.BMCAddress, def.BMCAddress}, {&cfg.Fields.BootMAC, def.BootMAC},
+	} {
+		if *p.dst == "" {
+			*p.dst = p.def
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	origin, err := cfg.origin()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	tokens := &tokenSource{path: cfg.TokenFile}
+	if _, err := tokens.token(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	policy := defaultRetryPolicy()
+	httpClient, err := newHTTPClient(cfg, tokens, m, &policy)
+	if err != nil {
+		return nil, err
+	}
+	nbCfg := nb.NewConfiguration()
+	nbCfg.Servers = nb.ServerConfigurations{{URL: origin.String(), Description: "NetBox"}}
+	nbCfg.HTTPClient = httpClient
+	nbCfg.UserAgent = "o2ims-operator"
+	c := &Client{
+		cfg:        cfg,
+		log:        logger.Named("netbox"),
+		api:        nb.NewAPIClient(nbCfg),
+		tokens:     tokens,
+		metrics:    m,
+		retry:      &policy,
+		devicePage: 100,
+		fieldPage:  1000,
+		maxPages:   10000,
+	}
+	c.log.Info("NetBox client configured", zap.Bool("customCA", cfg.CAFile != ""),
+		zap.Bool("plainHTTP", origin.Scheme == "http"), zap.Duration("timeout", cfg.Timeout))
+	return c, nil
+}
+
+// Fields returns the fixed custom field names in use.
+func (c *Client) Fields() FieldNames { return c.cfg.Fields }
+
+// Check is the startup check: NetBox reachable with our token, version ≥ 4.6.0,
+// and the fixed custom fields present on dcim.device with the right types.
+func (c *Client) Check(ctx context.Context) error {
+	v, err := c.netboxVersion(ctx)
+	if err != nil {
+		return err
+	}
+	got, ok := parseVersion(v)
+	if !ok {
+		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", truncateRunes(v, 40))}
+	}
+	if compareVersion(got, minVersion) < 0 {
+		return &Error{Kind: KindUnsupported, Op: "check", Err: fmt.Errorf(
+			"NetBox %d.%d.%d is older than %d.%d.%d, the first release with ETag/If-Match (needed for safe claims)",
+			got[0], got[1], got[2], minVersion[0], minVersion[1], minVersion[2])}
+	}
+	if err := c.CheckSchema(ctx, nil); err != nil {
+		return err
+	}
+	c.log.Info("NetBox check passed", zap.String("netboxVersion", fmt.Sprintf("%d.%d.%d", got[0], got[1], got[2])))
+	return nil
+}
+
+var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
+
+// parseVersion reads major.minor[.patch] and ignores suffixes such as -beta1
+// or -Docker-3.3.0.
+func parseVersion(s string) ([3]int, bool) {
+	m := versionRE.FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, false
+	}
+	var v [3]int
+	for i := 0; i < 3; i++ {
+		if m[i+1] == "" {
+			continue
+		}
+		n, err := strconv.Atoi(m[i+1])
+		if err != nil {
+			return [3]int{}, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+func compareVersion(a, b [3]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (c *Client) netboxVersion(ctx context.Context) (string, error) {
+	rctx := withRequestOptions(ctx, requestOptions{op: "status"})
+	res, resp, err := c.api.StatusAPI.StatusRetrieve(rctx).Execute()
+	if err != nil {
+		return "", c.toError("check", resp, err, false)
+	}
+	v, ok := res["netbox-version"].(string)
+	if !ok {
+		c.metrics.apiError("protocol")
+		return "", &Error{Kind: KindProtocol, Op: "check", Err: errors.New("/api/status/ has no netbox-version")}
+	}
+	return v, nil
+}
+
+// devicePage is one page of the device list.
+type devicePage struct {
+	devices []*Device
+	next    *string
+}
+
+func (c *Client) listDevices(ctx context.Context, op string, filters url.Values, offset int32) (*devicePage, error) {
+	rctx := withRequestOptions(ctx, requestOptions{op: "list_devices", query: filters})
+	res, resp, err := c.api.DcimAPI.DcimDevicesList(rctx).
+		Status([]string{StatusStaged}).Limit(c.devicePage).Offset(offset).Execute()
+	if err == nil {
+		p := &devicePage{next: res.Next.Get()}
+		for i := range res.Results {
+			p.devices = append(p.devices, c.deviceFromModel(&res.Results[i]))
+		}
+		return p, nil
+	}
+	if body, ok := undecodedBody(resp, err); ok {
+		var lp lenientPage[lenientDevice]
+		if derr := decodeLenient(body, &lp); derr == nil && lp.Results != nil {
+			c.log.Debug("go-netbox could not decode the device list; read it tolerantly", zap.Int("rows", len(lp.Results)))
+			p := &devicePage{next: lp.Next}
+			for i := range lp.Results {
+				p.devices = append(p.devices, c.deviceFromLenient(&lp.Results[i]))
+			}
+			return p, nil
+		}
+	}
+	return nil, c.toError(op, resp, err, false)
+}
+
+// GetDevice reads one device with its ETag. A missing ETag is an error: the
+// client never writes without If-Match.
+func (c *Client) GetDevice(ctx context.Context, id int32) (*Device, error) {
+	return c.getDevice(ctx, "get", id)
+}
+
+func (c *Client) getDevice(ctx context.Context, op string, id int32) (*Device, error) {
+	if id <= 0 {
+		return nil, newError(KindInvalid, op, "device id must be positive")
+	}
+	rctx := withRequestOptions(ctx, requestOptions{op: "get_device"})
+	res, resp, err := c.api.DcimAPI.DcimDevicesRetrieve(rctx, id).Execute()
+	d, err := c.deviceResult(op, res, resp, err, false)
+	if err != nil {
+		return nil, err
+	}
+	if d.ID != id {
+		c.metrics.apiError("protocol")
+		return nil, newError(KindProtocol, op, "NetBox answered device %d for device %d", d.ID, id)
+	}
+	if d.ETag == "" {
+		c.metrics.apiError("protocol")
+		return nil, newError(KindProtocol, op, "NetBox sent no ETag for device %d (NetBox ≥ 4.6 required)", id)
+	}
+	return d, nil
+}
+
+// patchDevice sends one conditional PATCH. It is never retried. status ""
+// leaves the status alone; a nil value in custom clears that field.
+func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag, status string, custom map[string]any, changelog string) (*Device, error) {
+	if etag == "" {
+		return nil, newError(KindInvalid, op, "refusing an unconditional write: the device has no ETag (read it with GetDevice)")
+	}
+	var body nb.PatchedWritableDeviceWithConfigContextRequest
+	if status != "" {
+		s := nb.DeviceStatusValue(status)
+		body.Status = &s
+	}
+	if custom != nil {
+		body.CustomFields = custom
+	}
+	rctx := withRequestOptions(ctx, requestOptions{op: "patch_device", ifMatch: etag, changelog: changelog})
+	res, resp, err := c.api.DcimAPI.DcimDevicesPartialUpdate(rctx, id).PatchedWritableDeviceWithConfigContextRequest(body).Execute()
+	return c.deviceResult(op, res, resp, err, true)
+}
+
+func (c *Client) deviceResult(op string, res *nb.DeviceWithConfigContext, resp *http.Response, err error, write bool) (*Device, error) {
+	var d *Device
+	switch {
+	case err == nil && res != nil:
+		d = c.deviceFromModel(res)
+	case err == nil:
+		c.metrics.apiError("protocol")
+		return nil, &Error{Kind: KindProtocol, Op: op, MayHaveLanded: write, Err: errors.New("empty answer")}
+	default:
+		body, ok := undecodedBody(resp, err)
+		if !ok {
+			return nil, c.toError(op, resp, err, write)
+		}
+		var l lenientDevice
+		if derr := decodeLenient(body, &l); derr != nil || l.ID == 0 {
+			return nil, c.toError(op, resp, err, write)
+		}
+		d = c.deviceFromLenient(&l)
+	}
+	if resp != nil {
+		d.ETag = resp.Header.Get("ETag")
+	}
+	return d, nil
+}
+
+// undecodedBody returns the body of a 2xx answer go-netbox failed to decode.
+func undecodedBody(resp *http.Response, err error) ([]byte, bool) {
+	var g *nb.GenericOpenAPIError
+	if resp == nil || resp.StatusCode < 200 || resp.StatusCode > 299 || !errors.As(err, &g) {
+		return nil, false
+	}
+	return g.Body(), true
+}
+
+// toError maps a go-netbox result to *Error and counts protocol failures (HTTP
+// statuses, timeouts and transport failures are counted per attempt by the
+// transport). write marks a PATCH: whether it may have landed is decided here.
+func (c *Client) toError(op string, resp *http.Response, err error, write bool) *Error {
+	var own *Error
+	if errors.As(err, &own) { // token file problem raised inside the transport
+		cp := *own
+		return &cp
+	}
+	e := &Error{Op: op}
+	if resp != nil {
+		e.Status = resp.StatusCode
+	}
+	var ue *url.Error
+	inner := err
+	if errors.As(err, &ue) {
+		inner = ue.Err
+	}
+	var at *attemptTimeoutError
+	switch {
+	case errors.Is(err, errRedirectRefused):
+		c.metrics.apiError("protocol")
+		e.Kind, e.Err = KindProtocol, errRedirectRefused
+	case resp != nil && resp.StatusCode >= 300:
+		e.Kind, e.Retryable = statusKind(resp.StatusCode)
+		e.Err = c.statusDetail(resp.StatusCode, err)
+		// A 5xx may come from a proxy after NetBox committed.
+		e.MayHaveLanded = write && resp.StatusCode >= 500
+	case resp != nil:
+		c.metrics.apiError("protocol")
+		var g *nb.GenericOpenAPIError
+		if errors.As(err, &g) {
+			e.Kind, e.Err = KindProtocol, fmt.Errorf("undecodable answer: %s", c.clean(g.Error(), 200))
+		} else { // the body could not be read
+			e.Kind, e.Retryable = KindTransport, true
+			if errors.Is(err, context.DeadlineExceeded) {
+				e.Kind = KindTimeout
+			}
+			e.Err = fmt.Errorf("reading the answer failed: %s", c.clean(err.Error(), 200))
+		}
+		e.MayHaveLanded = write
+	case errors.As(err, &at):
+		e.Kind, e.Retryable, e.Err, e.MayHaveLanded = KindTimeout, true, at, write
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Kind, e.Retryable, e.MayHaveLanded = KindTimeout, true, write
+		e.Err = errors.New("the caller's deadline expired")
+	case errors.Is(err, context.Canceled):
+		e.Kind, e.MayHaveLanded = KindCanceled, write
+		e.Err = errors.New("the caller canceled the request")
+	case tlsVerificationErr(err):
+		e.Kind = KindTransport
+		e.Err = fmt.Errorf("TLS verification failed (check %s): %s", EnvCAFile, c.clean(inner.Error(), 200))
+	default:
+		e.Kind, e.Retryable = KindTransport, true
+		e.Err = fmt.Errorf("%s", c.clean(inner.Error(), 200))
+		// A connection that was never made carried no write.
+		var opErr *net.OpError
+		e.MayHaveLanded = write && !(errors.As(err, &opErr) && opErr.Op == "dial")
+	}
+	return e
+}
+
+func statusKind(code int) (Kind, bool) {
+	switch {
+	case code == http.StatusBadRequest:
+		return KindBadRequest, false
+	case code == http.StatusUnauthorized:
+		return KindUnauthorized, false
+	case code == http.StatusForbidden:
+		return KindForbidden, false
+	case code == http.StatusNotFound:
+		return KindNotFound, false
+	case code == http.StatusConflict:
+		return KindConflict, true
+	case code == http.StatusPreconditionFailed:
+		return KindPrecondition, false
+	case code == http.StatusTooManyRequests:
+		return KindRateLimited, true
+	case code >= 500:
+		return KindServer, true
+	}
+	return KindProtocol, false
+}
+
+// statusDetail explains an HTTP error with NetBox's "detail" (or, for a 400,
+// its field errors), cleaned; HTML error pages are not quoted.
+func (c *Client) statusDetail(code int, err error) error {
+	hint := ""
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		hint = "; check the token in " + EnvTokenFile + " and its permissions"
+	}
+	var g *nb.GenericOpenAPIError
+	if errors.As(err, &g) {
+		var obj map[string]any
+		if json.Unmarshal(g.Body(), &obj) == nil && len(obj) > 0 {
+			if d, ok := obj["detail"].(string); ok {
+				return fmt.Errorf("NetBox says %q%s", c.clean(d, 200), hint)
+			}
+			if code == http.StatusBadRequest {
+				raw, _ := json.Marshal(obj)
+				return fmt.Errorf("NetBox rejected the request: %s", c.clean(string(raw), 300))
+			}
+		}
+	}
+	return fmt.Errorf("%s%s", http.StatusText(code), hint)
+}
+
+// clean makes server- or library-provided text safe for an error: the exact
+// token, token-shaped fragments, URLs and user:password@ are masked.
+func (c *Client) clean(s string, max int) string {
+	return sanitizeMessage(redactSecret(s, c.tokens.current()), max)
+}

@@ -1,0 +1,24 @@
+// Package netbox is the NetBox inventory client of the o2ims operator: it
+// finds, claims, quarantines and releases bare-metal hosts recorded as NetBox
+// devices. It holds no Kubernetes code and writes no status.
+//
+// Data model (the provider creates the custom fields; the client only checks
+// them): on dcim.device a boolean pool flag (only JSON true counts), the native
+// status staged (free) → active (claimed) → staged, failed = quarantined, a
+// text owner field holding the owning request's uid (empty/null/absent =
+// unowned), the Metal3 BMC address and the boot MAC. Capability fields
+// (text/select/integer/boolean, filter_logic exact) are what a Selector matches.
+//
+// Safety rules: every write is a PATCH with If-Match (ETag from the detail GET,
+// NetBox ≥ 4.6), carries only the fields it changes and is never retried; GETs
+// are retried with capped backoff. Listings are re-checked client-side because
+// NetBox ignores filters it does not know. Errors are *Error values whose text
+// never contains the token or BMC data; logs carry counts and ids only.
+//
+// go-netbox v4.3.0 is the typed client. What its request builders lack
+// (cf_* filters, If-Match, changelog_message) is added by an http.RoundTripper
+// chain from values in the request context (transport.go). Where its strict
+// models reject data NetBox legitimately sends (a select field's integer
+// choices_count, a FIELD_CHOICES status), the client reads the fields it needs
+// from the same answer instead.
+package netbox

@@ -1,0 +1,30 @@
+package netbox
+
+import "time"
+
+// Test hooks (compiled into the test binary only).
+
+// SetRetryForTest shortens GET retry backoff so tests do not sleep.
+func SetRetryForTest(c *Client, attempts int, base time.Duration) {
+	c.retry.attempts = attempts
+	c.retry.base = base
+	c.retry.max = 4 * base
+}
+
+// SetPageSizeForTest changes the device list page size (limit).
+func SetPageSizeForTest(c *Client, n int32) { c.devicePage = n }
+
+// DeviceFilters exposes the filters FindFreeHost sends.
+func (c *Client) DeviceFiltersForTest(sel Selector) (string, error) {
+	norm, err := normalizeSelector(sel, c.cfg.Fields)
+	if err != nil {
+		return "", err
+	}
+	return c.deviceFilters(norm).Encode(), nil
+}
+
+// NewDeviceForTest builds a Device as the client would from NetBox's custom fields.
+func NewDeviceForTest(custom map[string]any) *Device {
+	c := &Client{cfg: Config{Fields: DefaultFieldNames()}}
+	return c.newDevice(1, "d1", StatusStaged, custom)
+}

@@ -1,0 +1,196 @@
+package netbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// The object type every field we use must be assigned to.
+const deviceObjectType = "dcim.device"
+
+// fieldInfo is what the client needs to know about a custom field.
+type fieldInfo struct {
+	name        string
+	typ         string
+	filterLogic string
+	objectTypes []string
+}
+
+func (f fieldInfo) onDevice() bool {
+	for _, t := range f.objectTypes {
+		if strings.EqualFold(t, deviceObjectType) {
+			return true
+		}
+	}
+	return false
+}
+
+// Selector keys may name capability fields of these types only.
+var selectorTypes = map[string]valueKind{
+	"text":    kindString,
+	"select":  kindString,
+	"integer": kindInt,
+	"boolean": kindBool,
+}
+
+// CheckSchema reads all custom fields on dcim.device and checks the fixed
+// fields and every selector key: the field exists, is on dcim.device, has a
+// supported type matching the value, and filter_logic exact. Any problem is a
+// KindSchema error – a configuration error, never "no capacity".
+func (c *Client) CheckSchema(ctx context.Context, sel Selector) error {
+	norm, err := normalizeSelector(sel, c.cfg.Fields)
+	if err != nil {
+		return err
+	}
+	return c.checkSchema(ctx, norm)
+}
+
+func (c *Client) checkSchema(ctx context.Context, sel map[string]selValue) error {
+	fields, err := c.listCustomFields(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	fixed := c.cfg.Fields
+	check := func(name, role string, types []string, filterLogic string) {
+		f, ok := fields[name]
+		switch {
+		case !ok || !f.onDevice():
+			problems = append(problems, fmt.Sprintf("%s field %s does not exist on dcim.device", role, name))
+		case !contains(types, f.typ):
+			problems = append(problems, fmt.Sprintf("%s field %s has type %s, want %s", role, name, f.typ, strings.Join(types, " or ")))
+		case filterLogic == "exact" && f.filterLogic != "exact":
+			problems = append(problems, fmt.Sprintf("%s field %s has filter_logic %s, want exact", role, name, f.filterLogic))
+		case filterLogic == "enabled" && f.filterLogic == "disabled":
+			problems = append(problems, fmt.Sprintf("%s field %s has filter_logic disabled, so NetBox cannot filter on it", role, name))
+		}
+	}
+	check(fixed.Managed, "pool", []string{"boolean"}, "enabled")
+	// A loose text filter has no __empty lookup in NetBox: the owner filter needs exact.
+	check(fixed.RequestUID, "owner", []string{"text"}, "exact")
+	check(fixed.BMCAddress, "BMC address", []string{"text", "url"}, "")
+	check(fixed.BootMAC, "boot MAC", []string{"text"}, "")
+
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok || !f.onDevice() {
+			problems = append(problems, fmt.Sprintf("selector key %s: no such custom field on dcim.device", k))
+			continue
+		}
+		want, supported := selectorTypes[f.typ]
+		switch {
+		case !supported:
+			problems = append(problems, fmt.Sprintf("selector key %s: field type %s is not supported (text, select, integer, boolean)", k, f.typ))
+		case f.filterLogic != "exact":
+			problems = append(problems, fmt.Sprintf("selector key %s: field has filter_logic %s, want exact", k, f.filterLogic))
+		case sel[k].kind != want:
+			problems = append(problems, fmt.Sprintf("selector key %s: field is %s, value is %s", k, f.typ, sel[k].kind))
+		}
+	}
+	if len(problems) > 0 {
+		return &Error{Kind: KindSchema, Op: "schema", Err: errors.New(strings.Join(problems, "; "))}
+	}
+	return nil
+}
+
+// listCustomFields reads every page of the custom fields on dcim.device.
+func (c *Client) listCustomFields(ctx context.Context) (map[string]fieldInfo, error) {
+	out := map[string]fieldInfo{}
+	offset := int32(0)
+	for page := 0; ; page++ {
+		if page >= c.maxPages {
+			c.metrics.apiError("protocol")
+			return nil, newError(KindProtocol, "schema", "custom field list does not end")
+		}
+		rows, next, err := c.customFieldPage(ctx, offset)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range rows {
+			out[f.name] = f
+		}
+		if next == nil {
+			return out, nil
+		}
+		if offset, err = nextOffset(*next, offset); err != nil {
+			c.metrics.apiError("protocol")
+			return nil, &Error{Kind: KindProtocol, Op: "schema", Err: err}
+		}
+	}
+}
+
+func (c *Client) customFieldPage(ctx context.Context, offset int32) ([]fieldInfo, *string, error) {
+	rctx := withRequestOptions(ctx, requestOptions{op: "list_custom_fields"})
+	res, resp, err := c.api.ExtrasAPI.ExtrasCustomFieldsList(rctx).
+		ObjectType(deviceObjectType).Limit(c.fieldPage).Offset(offset).Execute()
+	if err == nil {
+		rows := make([]fieldInfo, 0, len(res.Results))
+		for _, f := range res.Results {
+			fi := fieldInfo{name: f.Name, objectTypes: f.ObjectTypes}
+			if f.Type.Value != nil {
+				fi.typ = string(*f.Type.Value)
+			}
+			fi.filterLogic = "loose" // NetBox's default when unset
+			if f.FilterLogic != nil && f.FilterLogic.Value != nil {
+				fi.filterLogic = string(*f.FilterLogic.Value)
+			}
+			rows = append(rows, fi)
+		}
+		return rows, res.Next.Get(), nil
+	}
+	// go-netbox 4.3 cannot decode a select field's choice_set (NetBox sends
+	// choices_count as an integer, its model wants a string): read the fields
+	// we need from the same answer.
+	if body, ok := undecodedBody(resp, err); ok {
+		var lp lenientPage[lenientField]
+		if derr := decodeLenient(body, &lp); derr == nil && lp.Results != nil {
+			c.log.Debug("go-netbox could not decode the custom field list; read it tolerantly", zap.Int("rows", len(lp.Results)))
+			rows := make([]fieldInfo, 0, len(lp.Results))
+			for _, f := range lp.Results {
+				fi := fieldInfo{name: f.Name, typ: f.Type.Value, objectTypes: f.ObjectTypes, filterLogic: "loose"}
+				if f.FilterLogic != nil {
+					fi.filterLogic = f.FilterLogic.Value
+				}
+				rows = append(rows, fi)
+			}
+			return rows, lp.Next, nil
+		}
+	}
+	return nil, nil, c.toError("schema", resp, err, false)
+}
+
+// nextOffset reads the offset of NetBox's absolute `next` link. Only the
+// offset is taken: the link's scheme and host may be wrong behind a proxy, and
+// the token must never go anywhere but the configured origin.
+func nextOffset(next string, current int32) (int32, error) {
+	u, err := url.Parse(next)
+	if err != nil {
+		return 0, errors.New("unreadable next link")
+	}
+	n, err := strconv.ParseInt(u.Query().Get("offset"), 10, 32)
+	if err != nil || int32(n) <= current {
+		return 0, errors.New("next link does not advance the offset")
+	}
+	return int32(n), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}

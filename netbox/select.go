@@ -1,0 +1,93 @@
+package netbox
+
+import (
+	"context"
+	"net/url"
+
+	"go.uber.org/zap"
+)
+
+// FindFreeHost returns a free pool device matching sel, skipping the ids in
+// skip (candidates the caller already lost). It checks the schema first, then
+// lists staged, unowned pool devices filtered by the selector page by page and
+// re-checks every row client-side, because NetBox silently ignores a filter it
+// does not know. The device has no ETag: read it with GetDevice before Claim.
+// ErrNoFreeHost (errors.Is) when nothing matches.
+func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]bool) (*Device, error) {
+	norm, err := normalizeSelector(sel, c.cfg.Fields)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkSchema(ctx, norm); err != nil {
+		return nil, err
+	}
+	filters := c.deviceFilters(norm)
+
+	offset := int32(0)
+	scanned, rejected, skipped := 0, 0, 0
+	for page := 0; page < c.maxPages; page++ {
+		p, err := c.listDevices(ctx, "find", filters, offset)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range p.devices {
+			scanned++
+			if skip[d.ID] {
+				skipped++
+				continue
+			}
+			if !c.candidate(d, norm) {
+				rejected++
+				continue
+			}
+			c.logSearch(scanned, rejected, skipped, d.ID)
+			return d, nil
+		}
+		if p.next == nil {
+			c.logSearch(scanned, rejected, skipped, 0)
+			return nil, ErrNoFreeHost
+		}
+		if offset, err = nextOffset(*p.next, offset); err != nil {
+			c.metrics.apiError("protocol")
+			return nil, &Error{Kind: KindProtocol, Op: "find", Err: err}
+		}
+	}
+	c.metrics.apiError("protocol")
+	return nil, newError(KindProtocol, "find", "device list does not end")
+}
+
+// deviceFilters: pool flag true, owner empty, one exact filter per selector key.
+// status=staged is set through go-netbox's own builder.
+func (c *Client) deviceFilters(sel map[string]selValue) url.Values {
+	q := url.Values{}
+	q.Set("cf_"+c.cfg.Fields.Managed, "true")
+	q.Set("cf_"+c.cfg.Fields.RequestUID+"__empty", "true")
+	for k, v := range sel {
+		q.Set("cf_"+k, v.query())
+	}
+	return q
+}
+
+// candidate is the client-side re-check of a listed row.
+func (c *Client) candidate(d *Device, sel map[string]selValue) bool {
+	if !d.Free() {
+		return false
+	}
+	for k, v := range sel {
+		if !v.matches(d.Custom[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Client) logSearch(scanned, rejected, skipped int, found int32) {
+	fields := []zap.Field{zap.Int("scanned", scanned), zap.Int("skipped", skipped), zap.Int32("deviceID", found)}
+	if rejected > 0 {
+		// NetBox returned rows its filters should have excluded: a filter was ignored.
+		c.log.Warn("NetBox returned devices that do not match the filters; skipped them",
+			append(fields, zap.Int("rejected", rejected))...)
+		return
+	}
+	c.log.Debug("NetBox host search", fields...)
+}

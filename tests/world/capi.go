@@ -1,0 +1,139 @@
+package world
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// capi plays Cluster API's Cluster controller for one served version: phase Pending → Provisioning →
+// Provisioned, with the v1beta2 summary condition Available (or v1beta1's Ready) as CAPI v1.14 reports them.
+type capi struct {
+	w   *World
+	gvr schema.GroupVersionResource
+}
+
+// ensureCluster creates the Cluster the rendered package would apply (a GitOps sync, here immediate).
+func (w *World) ensureCluster(ctx context.Context, name, template string) error {
+	gvr := clusterGVR(w.opts.ClusterVersion)
+	cl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "Cluster",
+		"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.10.0.1", "port": int64(6443)}},
+	}}
+	cl.SetName(name)
+	cl.SetNamespace(w.opts.ClusterNamespace)
+	cl.SetAnnotations(map[string]string{AnnotationTemplate: template})
+	_, err := w.opts.Dynamic.Resource(gvr).Namespace(w.opts.ClusterNamespace).Create(ctx, cl, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *capi) reconcile(ctx context.Context, cl *unstructured.Unstructured, first time.Time) (time.Duration, error) {
+	o := c.w.opts
+	if cl.GetDeletionTimestamp() != nil {
+		return 0, nil
+	}
+	template := cl.GetAnnotations()[AnnotationTemplate]
+	half := o.ProvisionDelay / 2
+	phase, again := "Provisioning", due(first, o.ProvisionDelay)
+	if d := due(first, half); d > 0 {
+		phase, again = "Pending", d
+	}
+	failure, failing := o.ClusterFailure[template]
+	switch {
+	case failing && phase == "Provisioning":
+		phase, again = "Failed", 0
+	case again == 0 && !o.NeverProvision[template] && !failing:
+		phase = "Provisioned"
+	case o.NeverProvision[template] && phase == "Provisioning":
+		again = 0
+	}
+	var status map[string]any
+	if o.ClusterVersion == "v1beta1" {
+		status = v1beta1Status(phase, failure)
+	} else {
+		status = v1beta2Status(cl, phase, failure)
+	}
+	current, _, _ := unstructured.NestedMap(cl.Object, "status")
+	if !sameIgnoringTimes(current, status) {
+		body, _ := json.Marshal(map[string]any{"status": status})
+		_, err := o.Dynamic.Resource(c.gvr).Namespace(cl.GetNamespace()).Patch(ctx, cl.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+	}
+	return again, nil
+}
+
+func v1beta2Status(cl *unstructured.Unstructured, phase, failure string) map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	available := map[string]any{"type": "Available", "status": "False", "reason": "NotAvailable",
+		"message": "* ControlPlaneAvailable: waiting for the control plane", "lastTransitionTime": now}
+	st := map[string]any{
+		"phase":              phase,
+		"observedGeneration": maxInt64(cl.GetGeneration(), 1),
+	}
+	switch phase {
+	case "Provisioned":
+		available = map[string]any{"type": "Available", "status": "True", "reason": "Available", "message": "", "lastTransitionTime": now}
+		st["initialization"] = map[string]any{"infrastructureProvisioned": true, "controlPlaneInitialized": true}
+	case "Failed":
+		st["deprecated"] = map[string]any{"v1beta1": map[string]any{"failureReason": "InvalidConfiguration", "failureMessage": failure}}
+	}
+	st["conditions"] = []any{available}
+	return st
+}
+
+func v1beta1Status(phase, failure string) map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	ready := "False"
+	st := map[string]any{"phase": phase, "infrastructureReady": phase == "Provisioned", "controlPlaneReady": phase == "Provisioned"}
+	if phase == "Provisioned" {
+		ready = "True"
+	}
+	if phase == "Failed" {
+		st["failureReason"] = "InvalidConfiguration"
+		st["failureMessage"] = failure
+	}
+	cond := map[string]any{"type": "Ready", "status": ready, "lastTransitionTime": now}
+	if ready == "False" {
+		cond["severity"] = "Info"
+		cond["reason"] = "WaitingForControlPlane"
+	}
+	st["conditions"] = []any{cond}
+	return st
+}
+
+// sameIgnoringTimes compares statuses without lastTransitionTime, so an unchanged status is not rewritten.
+func sameIgnoringTimes(a, b map[string]any) bool {
+	strip := func(m map[string]any) any {
+		raw, _ := json.Marshal(m)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		if conds, ok := out["conditions"].([]any); ok {
+			for _, c := range conds {
+				if cm, ok := c.(map[string]any); ok {
+					delete(cm, "lastTransitionTime")
+				}
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
+func maxInt64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,208 @@
+// Package world simulates the parts of a Nephio management cluster the operator talks to — Porch
+// rendering PackageVariants, Cluster API provisioning Clusters, Metal3 registering BareMetalHosts — by
+// writing real objects to a real API server, so tests and the local run exercise the operator against
+// what the API server really stores.
+package world
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Options shape the world's behaviour. Templates and hosts can be made to misbehave by name.
+type Options struct {
+	Dynamic dynamic.Interface
+	Logger  *zap.Logger
+
+	PackageVariantNamespace string // default "default"
+	ClusterNamespace        string // default "default"
+	Metal3Namespace         string // default "metal3"
+	ClusterVersion          string // "v1beta2" (default) or "v1beta1"
+
+	// RenderDelay is how long Porch takes to report Ready=True.
+	RenderDelay time.Duration
+	// ProvisionDelay is how long CAPI takes from creating the Cluster to provisioned (half of it in
+	// Provisioning).
+	ProvisionDelay time.Duration
+	// PorchFinalizer makes PackageVariants carry Porch's finalizer, removed DeleteDelay after deletion.
+	PorchFinalizer bool
+	DeleteDelay    time.Duration
+	// Metal3 timings: registering → inspecting → available.
+	RegisterDelay, InspectDelay time.Duration
+	// Metal3Finalizer makes BareMetalHosts carry BMO's finalizer, removed DeleteDelay after deletion.
+	Metal3Finalizer bool
+
+	// RenderFailure maps a template name to a Ready=False message (rendering fails and keeps failing).
+	RenderFailure map[string]string
+	// NeverRender lists templates Porch never reports on; NeverProvision lists templates whose Cluster
+	// never becomes provisioned; NoCluster lists templates that render but create no Cluster.
+	NeverRender, NeverProvision, NoCluster map[string]bool
+	// ClusterFailure maps a template name to a failureMessage (phase Failed).
+	ClusterFailure map[string]string
+	// BadCredentialsUser: a BMC Secret with this username makes Metal3 report a registration error.
+	BadCredentialsUser string
+}
+
+// World runs the simulated controllers until Stop.
+type World struct {
+	opts    Options
+	log     *zap.Logger
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	players []*player
+}
+
+var (
+	pvGVR  = schema.GroupVersionResource{Group: "config.porch.kpt.dev", Version: "v1alpha1", Resource: "packagevariants"}
+	bmhGVR = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
+)
+
+func clusterGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: version, Resource: "clusters"}
+}
+
+// Start runs Porch, CAPI and Metal3 players. Metal3 plays only if the BareMetalHost CRD is installed.
+func Start(ctx context.Context, opts Options) (*World, error) {
+	if opts.PackageVariantNamespace == "" {
+		opts.PackageVariantNamespace = "default"
+	}
+	if opts.ClusterNamespace == "" {
+		opts.ClusterNamespace = "default"
+	}
+	if opts.Metal3Namespace == "" {
+		opts.Metal3Namespace = "metal3"
+	}
+	if opts.ClusterVersion == "" {
+		opts.ClusterVersion = "v1beta2"
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &World{opts: opts, log: opts.Logger, cancel: cancel}
+	porch := &porch{w: w}
+	capi := &capi{w: w, gvr: clusterGVR(opts.ClusterVersion)}
+	metal3 := &metal3{w: w}
+	w.players = []*player{
+		w.newPlayer("porch", pvGVR, opts.PackageVariantNamespace, porch.reconcile),
+		w.newPlayer("capi", capi.gvr, opts.ClusterNamespace, capi.reconcile),
+		w.newPlayer("metal3", bmhGVR, opts.Metal3Namespace, metal3.reconcile),
+	}
+	for _, p := range w.players {
+		p.start(ctx, &w.wg)
+	}
+	for _, p := range w.players {
+		if !cache.WaitForCacheSync(ctx.Done(), p.informer.HasSynced) {
+			w.Stop()
+			return nil, fmt.Errorf("world: %s cache never synced (is its CRD installed?)", p.name)
+		}
+	}
+	return w, nil
+}
+
+// Stop ends the simulation and waits for it.
+func (w *World) Stop() {
+	w.cancel()
+	for _, p := range w.players {
+		p.queue.ShutDown()
+	}
+	w.wg.Wait()
+}
+
+// player reconciles one resource: an informer feeds keys, reconcile says when to look again.
+type player struct {
+	name      string
+	gvr       schema.GroupVersionResource
+	informer  cache.SharedIndexInformer
+	queue     workqueue.TypedRateLimitingInterface[string]
+	reconcile func(ctx context.Context, u *unstructured.Unstructured, firstSeen time.Time) (time.Duration, error)
+	mu        sync.Mutex
+	seen      map[string]time.Time
+	log       *zap.Logger
+}
+
+func (w *World) newPlayer(name string, gvr schema.GroupVersionResource, ns string,
+	fn func(context.Context, *unstructured.Unstructured, time.Time) (time.Duration, error)) *player {
+	inf := dynamicinformer.NewFilteredDynamicInformer(w.opts.Dynamic, gvr, ns, 0, cache.Indexers{}, nil).Informer()
+	p := &player{
+		name: name, gvr: gvr, informer: inf, reconcile: fn, seen: map[string]time.Time{}, log: w.log.Named(name),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](20*time.Millisecond, 2*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{}),
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			p.queue.Add(key)
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue,
+	})
+	return p
+}
+
+func (p *player) start(ctx context.Context, wg *sync.WaitGroup) {
+	go p.informer.RunWithContext(ctx)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.next(ctx) {
+			}
+		}()
+	}
+}
+
+func (p *player) next(ctx context.Context) bool {
+	key, shutdown := p.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer p.queue.Done(key)
+	obj, exists, _ := p.informer.GetIndexer().GetByKey(key)
+	if !exists {
+		p.mu.Lock()
+		delete(p.seen, key)
+		p.mu.Unlock()
+		p.queue.Forget(key)
+		return true
+	}
+	u := obj.(*unstructured.Unstructured).DeepCopy()
+	p.mu.Lock()
+	first, ok := p.seen[key]
+	if !ok {
+		first = time.Now()
+		p.seen[key] = first
+	}
+	p.mu.Unlock()
+	again, err := p.reconcile(ctx, u, first)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		p.log.Debug("reconcile failed; retrying", zap.String("object", key), zap.Error(err))
+		p.queue.AddRateLimited(key)
+	case again > 0:
+		p.queue.Forget(key)
+		p.queue.AddAfter(key, again)
+	default:
+		p.queue.Forget(key)
+	}
+	return true
+}
+
+// due returns how long until firstSeen+delay, or 0 when it has passed.
+func due(firstSeen time.Time, delay time.Duration) time.Duration {
+	if d := time.Until(firstSeen.Add(delay)); d > 0 {
+		return d
+	}
+	return 0
+}
