@@ -333,7 +333,7 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	})
 	created := createPR(t, srv, u)
 	created.Object["status"] = map[string]any{
-		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
+		"provisioningStatus":     map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
 		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "0b7e1a4c-6f3e-4d38-9c1d-7c9a2f1f0e11", "oCloudInfrastructureResourceIds": []any{}},
 	}
 	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
@@ -35,14 +36,21 @@ const (
 var worldOptions = world.Options{
 	RenderDelay: 200 * time.Millisecond, ProvisionDelay: 400 * time.Millisecond,
 	PorchFinalizer: true, DeleteDelay: 200 * time.Millisecond,
-	RenderFailure:  map[string]string{tmplRenderFails: "could not find upstream package revision"},
-	NeverRender:    map[string]bool{tmplNeverRenders: true},
-	NeverProvision: map[string]bool{tmplNeverProvision: true},
-	ClusterFailure: map[string]string{tmplClusterFails: "invalid machine template"},
+	RegisterDelay: 100 * time.Millisecond, InspectDelay: 100 * time.Millisecond, Metal3Finalizer: true,
+	BadCredentialsUser: "refused",
+	RenderFailure:      map[string]string{tmplRenderFails: "could not find upstream package revision"},
+	NeverRender:        map[string]bool{tmplNeverRenders: true},
+	NeverProvision:     map[string]bool{tmplNeverProvision: true},
+	ClusterFailure:     map[string]string{tmplClusterFails: "invalid machine template"},
 }
 
 func TestMain(m *testing.M) {
 	os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs, func(s *kubeapi.Server) (func(), error) {
+		for _, ns := range []string{"metal3", "o2ims-bmc-credentials"} {
+			if err := s.EnsureNamespace(context.Background(), ns); err != nil {
+				return nil, err
+			}
+		}
 		opts := worldOptions
 		opts.Dynamic = s.AdminDynamic()
 		w, err := world.Start(context.Background(), opts)
@@ -137,7 +145,8 @@ type chain struct {
 }
 
 // startChain runs the operator in-process on the shared server, watching requests labelled test=<label>.
-func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Config), rec *recorder) *chain {
+// With an inventory client, the NetBox + Metal3 step is on.
+func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Config), rec *recorder, inventory ...*netbox.Client) *chain {
 	t.Helper()
 	if rec == nil {
 		rec = &recorder{}
@@ -161,7 +170,11 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 		BackoffBase: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	h := New(cfg, version, clients, nil, op.Registry())
+	var hosts Hosts
+	if len(inventory) > 0 {
+		hosts = NewInventoryHosts(cfg, inventory[0], clients, op.Registry())
+	}
+	h := New(cfg, version, clients, hosts, op.Registry())
 	h.Register(op)
 	c := &chain{op: op, rec: rec, cfg: cfg}
 	c.start(t)

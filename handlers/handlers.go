@@ -19,8 +19,9 @@ type Hosts interface {
 	// A *framework.PermanentError is a configuration problem that retrying cannot fix.
 	Ensure(ctx context.Context, c *framework.Cause, req Request) (HostsResult, error)
 	// Release moves the release one step on; done when every host is back in the pool and nothing of
-	// ours is left in Metal3.
-	Release(ctx context.Context, c *framework.Cause) (done bool, message string, err error)
+	// ours is left in Metal3. soon asks for the next pass right after this one's writes land (a
+	// checkpoint was recorded, or a deletion needs confirming, and nothing else will wake the request).
+	Release(ctx context.Context, c *framework.Cause) (done bool, message string, soon bool, err error)
 	// Related lists the resources whose changes should wake a request (BareMetalHosts).
 	Related() []Related
 }
@@ -31,6 +32,9 @@ type HostsResult struct {
 	Message string
 	// IDs are the claimed hosts' identities (netbox-<id>), the request's oCloudInfrastructureResourceIds.
 	IDs []string
+	// Soon asks for the next pass right after this one's writes land (candidates were just recorded
+	// and are claimed next).
+	Soon bool
 }
 
 // Related is a resource to watch on behalf of requests.
@@ -75,6 +79,9 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
 	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
 	if h.hosts != nil {
+		if cs, ok := h.hosts.(interface{ SetCache(*framework.Cache) }); ok {
+			cs.SetCache(op.Cache())
+		}
 		for _, r := range h.hosts.Related() {
 			w.Related(r.GVR, r.Namespace, r.Map)
 		}

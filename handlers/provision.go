@@ -44,7 +44,12 @@ func (h *Handlers) Provision(ctx context.Context, c *framework.Cause) error {
 			return h.hostsFailed(c, err)
 		}
 		if !res.Ready {
-			return h.waitWithinBudget(c, "hosts", "Hosts are being prepared: "+res.Message, "")
+			err := h.waitWithinBudget(c, "hosts", "Hosts are being prepared: "+res.Message, "")
+			var temp *framework.TemporaryError
+			if res.Soon && errors.As(err, &temp) {
+				temp.Delay = time.Millisecond // claim the recorded candidates as soon as the record is visible
+			}
+			return err
 		}
 		hostIDs = res.IDs
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -39,19 +40,23 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	}
 
 	if h.hosts != nil {
-		done, msg, err := h.hosts.Release(ctx, c)
+		done, msg, soon, err := h.hosts.Release(ctx, c)
 		if err != nil {
 			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())
 		}
 		if !done {
-			return h.deleting(c, "Deleting; releasing hosts: "+msg)
+			err := h.deleting(c, "Deleting; releasing hosts: "+msg)
+			if soon {
+				err.(*framework.TemporaryError).Delay = time.Millisecond
+			}
+			return err
 		}
 	}
 	h.setStatus(c, StateDeleting, "Deleting; all resources released")
 	return nil
 }
 
-func (h *Handlers) deleting(c *framework.Cause, message string) error {
+func (h *Handlers) deleting(c *framework.Cause, message string) error { //nolint:unparam // always a TemporaryError
 	h.setStatus(c, StateDeleting, message)
 	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
 }

@@ -14,6 +14,23 @@ import (
 // does not know. The device has no ETag: read it with GetDevice before Claim.
 // ErrNoFreeHost (errors.Is) when nothing matches.
 func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]bool) (*Device, error) {
+	found, err := c.FindFreeHosts(ctx, sel, skip, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, ErrNoFreeHost
+	}
+	return found[0], nil
+}
+
+// FindFreeHosts is FindFreeHost for up to n devices from one schema check and
+// one listing: a role asking for n hosts costs two calls, not 2n. Fewer than n
+// (possibly none) is not an error: the caller reports how many are missing.
+func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32]bool, n int) ([]*Device, error) {
+	if n <= 0 {
+		return nil, nil
+	}
 	norm, err := normalizeSelector(sel, c.cfg.Fields)
 	if err != nil {
 		return nil, err
@@ -23,6 +40,7 @@ func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]
 	}
 	filters := c.deviceFilters(norm)
 
+	var found []*Device
 	offset := int32(0)
 	scanned, rejected, skipped := 0, 0, 0
 	for page := 0; page < c.maxPages; page++ {
@@ -40,12 +58,15 @@ func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]
 				rejected++
 				continue
 			}
-			c.logSearch(scanned, rejected, skipped, d.ID)
-			return d, nil
+			found = append(found, d)
+			if len(found) == n {
+				c.logSearch(scanned, rejected, skipped, d.ID)
+				return found, nil
+			}
 		}
 		if p.next == nil {
 			c.logSearch(scanned, rejected, skipped, 0)
-			return nil, ErrNoFreeHost
+			return found, nil
 		}
 		if offset, err = nextOffset(*p.next, offset); err != nil {
 			c.metrics.apiError("protocol")

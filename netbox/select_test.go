@@ -264,3 +264,25 @@ func TestValidateSelector(t *testing.T) {
 	assert.True(t, netbox.IsKind(err, netbox.KindSchema))
 	assert.Zero(t, e.sim.Calls("GET", netboxsim.RouteCustomFields), "no NetBox call")
 }
+
+func TestFindFreeHostsTakesSeveralFromOneListing(t *testing.T) {
+	env := newEnv(t)
+	env.addCapability("cpu_cores", "integer")
+	for i := 0; i < 5; i++ {
+		env.addHost(fmt.Sprintf("h%d", i), map[string]any{"cpu_cores": 16})
+	}
+	lists := env.sim.Calls("GET", netboxsim.RouteDevices)
+	found, err := env.client.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, nil, 3)
+	require.NoError(t, err)
+	require.Len(t, found, 3)
+	assert.Equal(t, lists+1, env.sim.Calls("GET", netboxsim.RouteDevices), "one listing for three hosts")
+	ids := map[int32]bool{}
+	for _, d := range found {
+		ids[d.ID] = true
+	}
+	assert.Len(t, ids, 3, "distinct devices")
+
+	more, err := env.client.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, ids, 5)
+	require.NoError(t, err)
+	assert.Len(t, more, 2, "fewer than asked is not an error")
+}

@@ -26,7 +26,7 @@ type Options struct {
 
 	PackageVariantNamespace string // default "default"
 	ClusterNamespace        string // default "default"
-	Metal3Namespace         string // default "metal3"
+	Metal3Namespace         string // "" = every namespace
 	ClusterVersion          string // "v1beta2" (default) or "v1beta1"
 
 	// RenderDelay is how long Porch takes to report Ready=True.
@@ -78,9 +78,6 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	}
 	if opts.ClusterNamespace == "" {
 		opts.ClusterNamespace = "default"
-	}
-	if opts.Metal3Namespace == "" {
-		opts.Metal3Namespace = "metal3"
 	}
 	if opts.ClusterVersion == "" {
 		opts.ClusterVersion = "v1beta2"

@@ -1,0 +1,441 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+const testToken = "0123456789abcdef0123456789abcdef01234567"
+
+// inventory is one test's NetBox: a simulator and a client of it, with Metal3 and credentials namespaces
+// of its own (every simulator numbers its devices from 1, so netbox-1 exists in each).
+type inventory struct {
+	sim             *netboxsim.Server
+	client          *netbox.Client
+	reg             *prometheus.Registry
+	metal3NS, creds string
+}
+
+// namespaces points the chain at the inventory's namespaces.
+func (inv *inventory) namespaces(c *Config) {
+	c.Metal3Namespace, c.CredentialsNamespace = inv.metal3NS, inv.creds
+}
+
+func newInventory(t *testing.T, srv *kubeapi.Server, label string) *inventory {
+	t.Helper()
+	inv := &inventory{metal3NS: "metal3-" + label, creds: "creds-" + label}
+	for _, ns := range []string{inv.metal3NS, inv.creds} {
+		require.NoError(t, srv.EnsureNamespace(context.Background(), ns))
+	}
+	sim := netboxsim.New(netboxsim.Options{Tokens: []string{testToken}})
+	for _, f := range netboxsim.StandardFields() {
+		sim.AddCustomField(f)
+	}
+	sim.AddCustomField(netboxsim.CustomField{Name: "cpu_cores", Type: "integer", FilterLogic: "exact"})
+	ts := sim.Start()
+	t.Cleanup(sim.Close)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(testToken), 0o600))
+	reg := prometheus.NewRegistry()
+	client, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: tokenFile, AllowHTTP: true, Timeout: 5 * time.Second,
+		Fields: netbox.DefaultFieldNames()}, zap.NewNop(), reg)
+	require.NoError(t, err)
+	inv.sim, inv.client, inv.reg = sim, client, reg
+	return inv
+}
+
+// addHost adds a free pool device and, unless user is "", its labelled credentials Secret.
+func (inv *inventory) addHost(t *testing.T, srv *kubeapi.Server, name string, cores int, user string) int32 {
+	t.Helper()
+	id := inv.sim.AddDevice(netboxsim.Device{Name: name, Status: "staged", Custom: map[string]any{
+		"o2ims_managed": true, "cpu_cores": cores,
+		"o2ims_bmc_address": "redfish-virtualmedia+https://10.0.0.9/redfish/v1/Systems/" + name,
+		"o2ims_boot_mac":    fmt.Sprintf("52:54:00:00:%02x:%02x", len(name), rand.Intn(256)),
+	}})
+	if user != "" {
+		_, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bmc-", Labels: map[string]string{credentialsLabel(id): "true"}},
+			Data:       map[string][]byte{"username": []byte(user), "password": []byte("s3cret")},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	return id
+}
+
+func hostsParams(cluster string, hosts ...map[string]any) map[string]any {
+	list := make([]any, 0, len(hosts))
+	for _, h := range hosts {
+		list = append(list, h)
+	}
+	return map[string]any{"clusterName": cluster, "hosts": list}
+}
+
+func metal3Objects(t *testing.T, srv *kubeapi.Server, metal3NS, uid string) (bmhs, secrets []string) {
+	t.Helper()
+	list, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(metal3NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, b := range list.Items {
+		if uid == "" || b.GetAnnotations()[AnnotationRequestUID] == uid {
+			bmhs = append(bmhs, b.GetName())
+		}
+	}
+	sl, err := srv.AdminClientset().CoreV1().Secrets(metal3NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, s := range sl.Items {
+		if uid == "" || s.Annotations[AnnotationRequestUID] == uid {
+			secrets = append(secrets, s.Name)
+		}
+	}
+	return bmhs, secrets
+}
+
+func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "hosts")
+	big := inv.addHost(t, srv, "big-1", 32, "admin")
+	w1 := inv.addHost(t, srv, "small-1", 8, "admin")
+	w2 := inv.addHost(t, srv, "small-2", 8, "admin")
+	inv.addHost(t, srv, "small-3", 4, "admin") // does not match the worker selector
+	startChain(t, srv, "hosts", inv.namespaces, nil, inv.client)
+
+	pr := createPR(t, srv, provisioningRequest("hosts-1", "hosts", tmplOK, hostsParams("edge-hosts-1",
+		map[string]any{"role": "control-plane", "count": 1, "selector": map[string]any{"cpu_cores": 32}},
+		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 8}},
+	)))
+	uid := string(pr.GetUID())
+	done := waitState(t, srv, "hosts-1", StateFulfilled, 60*time.Second)
+	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
+	assert.Equal(t, []string{netbox.Identity(big), netbox.Identity(w1), netbox.Identity(w2)}, ids)
+	for _, id := range []int32{big, w1, w2} {
+		d, _ := inv.sim.Device(id)
+		assert.Equal(t, "active", d.Status)
+		assert.Equal(t, uid, d.Custom["o2ims_request_uid"])
+	}
+
+	bmh, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(inv.metal3NS).Get(context.Background(), netbox.Identity(big), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{LabelCluster: "edge-hosts-1", LabelRole: "control-plane", LabelManagedBy: ManagedByValue}, bmh.GetLabels())
+	spec, _, _ := unstructured.NestedMap(bmh.Object, "spec")
+	assert.Equal(t, false, spec["online"])
+	assert.Equal(t, netbox.Identity(big)+"-bmc-secret", spec["bmc"].(map[string]any)["credentialsName"])
+	sec, err := srv.AdminClientset().CoreV1().Secrets(inv.metal3NS).Get(context.Background(), netbox.Identity(big)+"-bmc-secret", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "admin", string(sec.Data["username"]))
+
+	// NetBox calls per claimed host: schema + listing per role, then a read and a conditional write each.
+	calls := 0
+	for _, r := range []string{netboxsim.RouteCustomFields, netboxsim.RouteDevices, netboxsim.RouteDevice} {
+		calls += inv.sim.Calls("GET", r) + inv.sim.Calls("PATCH", r)
+	}
+	t.Logf("NetBox calls for 3 claimed hosts: %d (%.2f per host)", calls, float64(calls)/3)
+	assert.LessOrEqual(t, float64(calls)/3, 4.0)
+
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "hosts-1", metav1.DeleteOptions{}))
+	var last any
+	eventually(t, 60*time.Second, func() bool {
+		u, ok := getPR(t, srv, "hosts-1")
+		if ok {
+			last = u.Object["status"]
+		}
+		return !ok
+	}, "request never went away: %+v", lastStatus{&last})
+	for _, id := range []int32{big, w1, w2} {
+		d, _ := inv.sim.Device(id)
+		assert.Equal(t, "staged", d.Status, "host %d back in the pool", id)
+		assert.Nil(t, d.Custom["o2ims_request_uid"], "host %d unowned", id)
+	}
+	bmhs, secrets := metal3Objects(t, srv, inv.metal3NS, uid)
+	assert.Empty(t, bmhs)
+	assert.Empty(t, secrets)
+	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: credentialsLabel(big)})
+	require.NoError(t, err)
+	assert.Len(t, creds.Items, 1, "the credentials Secret is never deleted")
+}
+
+func TestMissingHostsKeepTheRequestProgressingUntilThereAreEnough(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "missing")
+	inv.addHost(t, srv, "m-1", 64, "admin")
+	startChain(t, srv, "missing", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+	createPR(t, srv, provisioningRequest("missing-1", "missing", tmplOK, hostsParams("edge-missing-1",
+		map[string]any{"role": "worker", "count": 3, "selector": map[string]any{"cpu_cores": 64}})))
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "missing-1")
+		m := CurrentStatus(u).Message
+		return CurrentStatus(u).State == StateProgressing && containsAll(m, "1 of 3 hosts claimed", "2 more for role worker")
+	}, "the missing hosts were not reported")
+	inv.addHost(t, srv, "m-2", 64, "admin")
+	inv.addHost(t, srv, "m-3", 64, "admin")
+	waitState(t, srv, "missing-1", StateFulfilled, 60*time.Second)
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
+}
+
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestHostsRequestedWithoutAnInventoryFail(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "no-inventory", nil, nil)
+	createPR(t, srv, provisioningRequest("no-inventory-1", "no-inventory", tmplOK, hostsParams("edge-noinv-1",
+		map[string]any{"role": "worker", "count": 1})))
+	u := waitState(t, srv, "no-inventory-1", StateFailed, 30*time.Second)
+	assert.Contains(t, CurrentStatus(u).Message, "hosts are requested but no inventory is configured")
+}
+
+func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "quarantine")
+	bare := inv.addHost(t, srv, "q-bare", 128, "") // lowest id, no credentials Secret
+	good := inv.addHost(t, srv, "q-good", 128, "admin")
+	startChain(t, srv, "quarantine", inv.namespaces, nil, inv.client)
+	createPR(t, srv, provisioningRequest("quarantine-1", "quarantine", tmplOK, hostsParams("edge-q-1",
+		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 128}})))
+	done := waitState(t, srv, "quarantine-1", StateFulfilled, 60*time.Second)
+	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
+	assert.Equal(t, []string{netbox.Identity(good)}, ids)
+	d, _ := inv.sim.Device(bare)
+	assert.Equal(t, "failed", d.Status, "quarantined")
+	assert.Nil(t, d.Custom["o2ims_request_uid"], "quarantine never claims")
+	assert.True(t, hasEvent(eventsOf(t, srv, "quarantine-1"), corev1.EventTypeWarning, EventQuarantined, "credentials-missing"))
+	families, err := inv.reg.Gather()
+	require.NoError(t, err)
+	found := false
+	for _, f := range families {
+		if f.GetName() == "o2ims_netbox_quarantines_total" {
+			for _, m := range f.GetMetric() {
+				if m.GetCounter().GetValue() == 1 {
+					found = true
+				}
+			}
+		}
+	}
+	assert.True(t, found, "quarantine counted by reason")
+}
+
+func TestRefusedBMCCredentialsShowInTheRequestsProgress(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "refused")
+	inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
+	startChain(t, srv, "refused", inv.namespaces, nil, inv.client)
+	createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
+		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 256}})))
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "refused-1")
+		return contains(CurrentStatus(u).Message, "registration error: Failed to get power state")
+	}, "the BMC registration error was not reported")
+}
+
+func TestUnknownSelectorFieldIsAConfigurationFailureNotNoCapacity(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "schema")
+	inv.addHost(t, srv, "s-1", 8, "admin")
+	startChain(t, srv, "schema", inv.namespaces, nil, inv.client)
+	createPR(t, srv, provisioningRequest("schema-1", "schema", tmplOK, hostsParams("edge-schema-1",
+		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"gpu_model": "a100"}})))
+	u := waitState(t, srv, "schema-1", StateFailed, 30*time.Second)
+	assert.Contains(t, CurrentStatus(u).Message, "Host assignment failed; reason: netbox")
+	assert.Contains(t, CurrentStatus(u).Message, "gpu_model")
+}
+
+// Fifty requests compete for twenty hosts: exactly twenty claims, never a host twice.
+func TestCompetingRequestsNeverShareAHost(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "race")
+	var hostIDs []int32
+	for i := 0; i < 20; i++ {
+		hostIDs = append(hostIDs, inv.addHost(t, srv, fmt.Sprintf("race-%02d", i), 512, "admin"))
+	}
+	startChain(t, srv, "race", func(c *Config) { inv.namespaces(c); c.Requeue = time.Second }, nil, inv.client)
+	for i := 0; i < 50; i++ {
+		createPR(t, srv, provisioningRequest(fmt.Sprintf("race-%02d", i), "race", tmplOK, hostsParams(fmt.Sprintf("edge-race-%02d", i),
+			map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 512}})))
+	}
+	eventually(t, 120*time.Second, func() bool {
+		n := 0
+		for i := 0; i < 50; i++ {
+			if u, ok := getPR(t, srv, fmt.Sprintf("race-%02d", i)); ok && CurrentStatus(u).State == StateFulfilled {
+				n++
+			}
+		}
+		return n == 20
+	}, "twenty requests never got their host")
+
+	owners := map[string]int32{}
+	for _, id := range hostIDs {
+		d, _ := inv.sim.Device(id)
+		require.Equal(t, "active", d.Status)
+		owner, _ := d.Custom["o2ims_request_uid"].(string)
+		prev, dup := owners[owner]
+		assert.False(t, dup, "request %s owns hosts %d and %d", owner, prev, id)
+		owners[owner] = id
+	}
+	committed, conflicts := 0, 0
+	for _, p := range inv.sim.PatchLog() {
+		if p.Committed {
+			committed++
+		}
+		if p.Status == 412 {
+			conflicts++
+		}
+	}
+	assert.Equal(t, 20, committed, "one committed claim per host, never a second")
+	claimedByRecords := map[string]string{}
+	for i := 0; i < 50; i++ {
+		u, _ := getPR(t, srv, fmt.Sprintf("race-%02d", i))
+		slots, _ := readSlots(u)
+		for _, s := range slots {
+			if s.Phase == phaseClaimed {
+				other, dup := claimedByRecords[s.ID]
+				assert.False(t, dup, "%s recorded as claimed by %s and %s", s.ID, other, u.GetName())
+				claimedByRecords[s.ID] = u.GetName()
+			}
+		}
+	}
+	assert.Len(t, claimedByRecords, 20)
+	t.Logf("race: 50 requests, 20 hosts: %d committed claims, %d claims lost on If-Match (412)", committed, conflicts)
+}
+
+// The operator is stopped at random moments while it claims and releases (passes cut off mid-call);
+// whatever it was doing, no host is ever claimed twice and, once every request is deleted, every host is
+// back in the pool and nothing is left in Metal3.
+func TestRandomRestartsDuringClaimsAndReleasesLeakNothing(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "chaos")
+	var hostIDs []int32
+	for i := 0; i < 16; i++ {
+		hostIDs = append(hostIDs, inv.addHost(t, srv, fmt.Sprintf("chaos-%02d", i), 1024, "admin"))
+	}
+	// Slow NetBox writes so restarts land in the middle of claims and releases.
+	inv.sim.SetLatency("PATCH", netboxsim.RouteDevice, 40*time.Millisecond)
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	cycle := func(n int) {
+		for i := 0; i < n; i++ {
+			c := startChain(t, srv, "chaos", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+			time.Sleep(time.Duration(100+rng.Intn(500)) * time.Millisecond)
+			c.stop(t)
+		}
+	}
+	for i := 0; i < 8; i++ {
+		createPR(t, srv, provisioningRequest(fmt.Sprintf("chaos-%d", i), "chaos", tmplOK, hostsParams(fmt.Sprintf("edge-chaos-%d", i),
+			map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 1024}})))
+	}
+	cycle(6)
+	assertNoDoubleClaims(t, inv, hostIDs)
+	for i := 0; i < 8; i++ {
+		require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), fmt.Sprintf("chaos-%d", i), metav1.DeleteOptions{}))
+	}
+	cycle(6)
+	assertNoDoubleClaims(t, inv, hostIDs)
+	startChain(t, srv, "chaos", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+	eventually(t, 120*time.Second, func() bool {
+		for i := 0; i < 8; i++ {
+			if _, ok := getPR(t, srv, fmt.Sprintf("chaos-%d", i)); ok {
+				return false
+			}
+		}
+		return true
+	}, "requests never finished deleting")
+	for _, id := range hostIDs {
+		d, _ := inv.sim.Device(id)
+		assert.Equal(t, "staged", d.Status, "host %d", id)
+		assert.Nil(t, d.Custom["o2ims_request_uid"], "host %d", id)
+	}
+	var leftBMH []string
+	list, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(inv.metal3NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	mine := map[string]bool{}
+	for _, id := range hostIDs {
+		mine[netbox.Identity(id)] = true
+	}
+	for _, b := range list.Items {
+		if mine[b.GetName()] {
+			leftBMH = append(leftBMH, b.GetName())
+		}
+	}
+	assert.Empty(t, leftBMH, "BareMetalHosts left behind")
+	for id := range mine {
+		_, err := srv.AdminClientset().CoreV1().Secrets(inv.metal3NS).Get(context.Background(), id+"-bmc-secret", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "BMC Secret of %s left behind", id)
+	}
+}
+
+// assertNoDoubleClaims: every committed claim PATCH took a host that was free (one committed claim per
+// host until it is released), and no device names two owners over its life.
+func assertNoDoubleClaims(t *testing.T, inv *inventory, hostIDs []int32) {
+	t.Helper()
+	var mu sync.Mutex
+	mu.Lock()
+	defer mu.Unlock()
+	holder := map[int32]string{}
+	for _, p := range inv.sim.PatchLog() {
+		if !p.Committed {
+			continue
+		}
+		cf, _ := p.Body["custom_fields"].(map[string]any)
+		owner, has := cf["o2ims_request_uid"]
+		if !has {
+			continue
+		}
+		if s, ok := owner.(string); ok && s != "" {
+			require.Empty(t, holder[p.DeviceID], "host %d claimed by %s while held by %s", p.DeviceID, s, holder[p.DeviceID])
+			holder[p.DeviceID] = s
+		} else {
+			holder[p.DeviceID] = ""
+		}
+	}
+	ids := make([]int, 0, len(hostIDs))
+	for _, id := range hostIDs {
+		ids = append(ids, int(id))
+	}
+	sort.Ints(ids)
+}
+
+type lastStatus struct{ v *any }
+
+func (l lastStatus) String() string { return fmt.Sprint(*l.v) }

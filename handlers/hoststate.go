@@ -1,0 +1,102 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+)
+
+// Host slot phases, persisted per host in status.extensions.hosts. The record is what makes a restart
+// resume the same claim instead of picking (and leaking) another host.
+const (
+	// phaseCandidate: chosen and recorded on the request, not yet claimed in NetBox (the record lands
+	// before the claim, so a crash between the two re-reads this device rather than choosing another).
+	phaseCandidate = "candidate"
+	// phaseClaimed: active in NetBox with our request uid.
+	phaseClaimed = "claimed"
+	// phaseMetal3Released: release checkpoint: our BareMetalHost and BMC Secret are confirmed gone.
+	phaseMetal3Released = "metal3-released"
+	// phaseReleased: back in the pool (or never ours): nothing left to do for it.
+	phaseReleased = "released"
+)
+
+// hostSlot is one requested host: the i-th of a role.
+type hostSlot struct {
+	Role  string `json:"role"`
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	Phase string `json:"phase,omitempty"`
+}
+
+const extensionsHosts = "hosts"
+
+// readSlots reads the host records; malformed ones (someone else's edit) are ignored with an error the
+// caller logs, never a crash.
+func readSlots(u *unstructured.Unstructured) ([]hostSlot, error) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "extensions", extensionsHosts)
+	if !found || raw == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var slots []hostSlot
+	if err := json.Unmarshal(b, &slots); err != nil {
+		return nil, fmt.Errorf("status.extensions.hosts is not a list of host records: %w", err)
+	}
+	return slots, nil
+}
+
+// plan lays the request's roles out as slots, keeping what was recorded for each (role, index).
+func plan(req Request, recorded []hostSlot) []hostSlot {
+	byKey := map[string]hostSlot{}
+	for _, s := range recorded {
+		byKey[fmt.Sprintf("%s/%d", s.Role, s.Index)] = s
+	}
+	var out []hostSlot
+	for _, h := range req.Hosts {
+		for i := 0; i < h.Count; i++ {
+			s, ok := byKey[fmt.Sprintf("%s/%d", h.Role, i)]
+			if !ok {
+				s = hostSlot{Role: h.Role, Index: i}
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// writeSlots puts the records into the pass's status patch when they changed.
+func writeSlots(c *framework.Cause, before, after []hostSlot) {
+	if slotsEqual(before, after) {
+		return
+	}
+	list := make([]any, 0, len(after))
+	for _, s := range after {
+		m := map[string]any{"role": s.Role, "index": int64(s.Index)}
+		if s.ID != "" {
+			m["id"] = s.ID
+		}
+		if s.Phase != "" {
+			m["phase"] = s.Phase
+		}
+		list = append(list, m)
+	}
+	c.Patch.SetStatus(list, "extensions", extensionsHosts)
+}
+
+func slotsEqual(a, b []hostSlot) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
