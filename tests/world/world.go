@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -71,7 +72,7 @@ func clusterGVR(version string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: version, Resource: "clusters"}
 }
 
-// Start runs Porch, CAPI and Metal3 players. Metal3 plays only if the BareMetalHost CRD is installed.
+// Start runs Porch, CAPI and Metal3 players; a player whose resource is not served (no CRD) sits out.
 func Start(ctx context.Context, opts Options) (*World, error) {
 	if opts.PackageVariantNamespace == "" {
 		opts.PackageVariantNamespace = "default"
@@ -90,21 +91,35 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	porch := &porch{w: w}
 	capi := &capi{w: w, gvr: clusterGVR(opts.ClusterVersion)}
 	metal3 := &metal3{w: w}
-	w.players = []*player{
+	for _, p := range []*player{
 		w.newPlayer("porch", pvGVR, opts.PackageVariantNamespace, porch.reconcile),
 		w.newPlayer("capi", capi.gvr, opts.ClusterNamespace, capi.reconcile),
 		w.newPlayer("metal3", bmhGVR, opts.Metal3Namespace, metal3.reconcile),
+	} {
+		if served(ctx, opts.Dynamic, p.gvr) {
+			w.players = append(w.players, p)
+		} else {
+			w.log.Info("resource not served; this player sits out", zap.String("player", p.name))
+		}
 	}
 	for _, p := range w.players {
 		p.start(ctx, &w.wg)
 	}
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
 	for _, p := range w.players {
-		if !cache.WaitForCacheSync(ctx.Done(), p.informer.HasSynced) {
+		if !cache.WaitForCacheSync(syncCtx.Done(), p.informer.HasSynced) {
 			w.Stop()
-			return nil, fmt.Errorf("world: %s cache never synced (is its CRD installed?)", p.name)
+			return nil, fmt.Errorf("world: %s cache never synced", p.name)
 		}
 	}
 	return w, nil
+}
+
+// served tells whether a resource can be listed (its CRD is installed).
+func served(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource) bool {
+	_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	return err == nil
 }
 
 // Stop ends the simulation and waits for it.
