@@ -367,6 +367,8 @@ func (s *Server) ConfigForToken(token string) *rest.Config {
 		TLSClientConfig: rest.TLSClientConfig{CAFile: s.CAFile},
 		QPS:             500,
 		Burst:           1000,
+		// Tests and simulators use deprecated APIs on purpose (CAPI v1beta1); the warnings are noise.
+		WarningHandler: rest.NoWarnings{},
 	}
 }
 

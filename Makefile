@@ -1,0 +1,49 @@
+# o2ims-operator. `make run-local` shows it working; `make test` runs everything CI runs.
+SHELL    := bash
+BIN      := bin/o2ims-operator
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 8s
+IMAGE    ?= o2ims-operator:$(VERSION)
+# The real kube-apiserver, kubectl and etcd, built from the Go module proxy once and cached.
+ASSETS    = $(shell ./hack/tools.sh)
+# When make started, so run-local can say how long the whole thing took.
+STARTED  := $(shell date +%s%N)
+
+.PHONY: all build tools test unit lint fuzz run-local bench chaos image clean
+
+all: build
+
+build:
+	./hack/build.sh $(BIN) $(VERSION)
+
+## tools: build (first time, ~5 min) or reuse kube-apiserver, kubectl and etcd
+tools:
+	@./hack/tools.sh >/dev/null
+
+## test: lint, every test against a real API server (race detector on), then short fuzzing
+test: lint tools
+	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -race -count=1 -timeout 25m ./...
+	./hack/fuzz.sh $(FUZZTIME)
+
+lint:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+
+fuzz:
+	./hack/fuzz.sh $(FUZZTIME)
+
+## run-local: the whole thing on this machine: API server, simulators, operator; a request through the NBI
+run-local: tools build
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN)
+
+bench: tools build
+	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
+
+chaos: tools build
+	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN)
+
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+clean:
+	rm -rf bin

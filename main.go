@@ -1,0 +1,274 @@
+// o2ims-operator fulfils O-RAN O2IMS ProvisioningRequests for Nephio: a drop-in replacement for Nephio's
+// Python (kopf) O2IMS operator image, with an embedded O2IMS northbound API and an optional NetBox
+// inventory that claims bare-metal hosts and registers them with Metal3.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// version is set at build time (-ldflags -X main.version=...).
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+}
+
+// options are the command line. The Python image's kopf arguments (--all-namespaces, --liveness=URL,
+// -n, --standalone, --verbose/--debug/--quiet, even a leading "run" and its .py file) are accepted, so a
+// Deployment written for it keeps working.
+type options struct {
+	liveness        string
+	kubeconfig      string
+	workers         int
+	qps             float64
+	burst           int
+	apiTimeout      time.Duration
+	leaderElect     bool
+	leaderElectID   string
+	leaderElectNS   string
+	logLevel        string
+	logFormat       string
+	allNamespaces   bool
+	namespaces      multiFlag
+	standalone      bool
+	verbose, debug  bool
+	quiet           bool
+	shutdownTimeout time.Duration
+	printVersion    bool
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func parseFlags(args []string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("o2ims-operator", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.liveness, "liveness", "http://0.0.0.0:8080/healthz", "kopf's liveness URL: one listener serving PATH (probes), /readyz and /metrics")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then the usual kubeconfig rules)")
+	fs.IntVar(&o.workers, "workers", 8, "ProvisioningRequests handled concurrently")
+	fs.Float64Var(&o.qps, "kube-api-qps", 100, "client-side rate limit on API-server requests per second")
+	fs.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst above --kube-api-qps")
+	fs.DurationVar(&o.apiTimeout, "kube-api-timeout", 30*time.Second, "bound of every API-server call but watches")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run several replicas; only the Lease holder handles requests")
+	fs.StringVar(&o.leaderElectID, "leader-elect-id", "o2ims-operator", "name of the Lease")
+	fs.StringVar(&o.leaderElectNS, "leader-elect-namespace", "", "namespace of the Lease (default: POD_NAMESPACE, else default)")
+	fs.StringVar(&o.logLevel, "log-level", "", "DEBUG, INFO, WARNING, ERROR (default: LOG_LEVEL, else INFO)")
+	fs.StringVar(&o.logFormat, "log-format", "auto", "json, console, or auto (json in a pod)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 4*time.Second, "on SIGTERM, how long passes in flight may finish (inside a 5s grace period)")
+	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
+	// kopf compatibility: accepted, and harmless for a cluster-scoped resource.
+	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
+	fs.BoolVar(&o.allNamespaces, "A", false, "kopf compatibility, as --all-namespaces")
+	fs.Var(&o.namespaces, "namespace", "kopf compatibility; ignored (ProvisioningRequests are cluster-scoped)")
+	fs.Var(&o.namespaces, "n", "kopf compatibility, as --namespace")
+	fs.BoolVar(&o.standalone, "standalone", false, "kopf compatibility (no peering); leader election is --leader-elect")
+	fs.BoolVar(&o.verbose, "verbose", false, "kopf compatibility: log level DEBUG")
+	fs.BoolVar(&o.debug, "debug", false, "kopf compatibility: log level DEBUG")
+	fs.BoolVar(&o.quiet, "quiet", false, "kopf compatibility: log level WARNING")
+	// The Python image's CMD was `kopf run /usr/o2ims/src/manager.py ...`: drop that prefix if it is passed.
+	if len(args) > 0 && args[0] == "run" {
+		args = args[1:]
+	}
+	var rest []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			rest = append(rest, args[0])
+			args = args[1:]
+		}
+	}
+	for _, r := range rest {
+		if !strings.HasSuffix(r, ".py") {
+			return nil, fmt.Errorf("unexpected argument %q", r)
+		}
+	}
+	return o, nil
+}
+
+func (o *options) level(getenv func(string) string) (zapcore.Level, error) {
+	switch {
+	case o.logLevel != "":
+		return framework.ParseLogLevel(o.logLevel)
+	case o.verbose || o.debug:
+		return zapcore.DebugLevel, nil
+	case o.quiet:
+		return zapcore.WarnLevel, nil
+	default:
+		return framework.ParseLogLevel(getenv("LOG_LEVEL"))
+	}
+}
+
+// run is the operator process; it returns the exit code. Configuration errors end it at once with one
+// line on stderr, before anything starts.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "o2ims-operator: "+format+"\n", a...)
+		return 1
+	}
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if o.printVersion {
+		fmt.Fprintln(stderr, "o2ims-operator", version)
+		return 0
+	}
+	level, err := o.level(getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if _, _, err := framework.ParseLiveness(o.liveness); err != nil {
+		return fail("%v", err)
+	}
+	chainCfg, err := handlers.ConfigFromEnv(getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	nbiCfg, err := nbi.ConfigFromEnv(getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	nbCfg, nbOn, err := netbox.ConfigFromEnv(getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	jsonLogs := o.logFormat == "json" || (o.logFormat == "auto" && framework.InCluster())
+	if o.logFormat != "json" && o.logFormat != "console" && o.logFormat != "auto" {
+		return fail("--log-format must be json, console or auto, got %q", o.logFormat)
+	}
+	log := framework.NewLogger(level, jsonLogs)
+	defer func() { _ = log.Sync() }()
+	for _, v := range []string{"TOKEN", "KUBERNETES_BASE_URL"} {
+		if getenv(v) != "" {
+			log.Warn(v + " is the Python image's transport setting and is ignored: the in-cluster service account (or --kubeconfig) is used, with its token re-read on rotation")
+		}
+	}
+	if len(o.namespaces) > 0 {
+		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
+	}
+
+	restCfg, err := framework.LoadConfig(o.kubeconfig, getenv)
+	if err != nil {
+		return fail("%v", err)
+	}
+	clientOpts := framework.DefaultClientOptions()
+	clientOpts.QPS, clientOpts.Burst, clientOpts.Timeout = float32(o.qps), o.burst, o.apiTimeout
+	clientOpts.UserAgent = "o2ims-operator/" + version
+	clients, err := framework.NewClients(restCfg, clientOpts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	// The Cluster API version decides which informer is started, so it is settled before the watches are.
+	clusterVersion, err := handlers.DetectClusterVersion(clients.Kubernetes.Discovery(), chainCfg.ClusterAPIVersion)
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	podNS := getenv("POD_NAMESPACE")
+	leNS := o.leaderElectNS
+	if leNS == "" {
+		leNS = podNS
+	}
+	op, err := framework.New(clients, framework.Options{
+		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
+		Workers: o.workers, Liveness: o.liveness, Namespace: podNS,
+		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
+		ShutdownTimeout: o.shutdownTimeout, Logger: log,
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+
+	var hosts handlers.Hosts
+	if nbOn {
+		nb, err := netbox.New(nbCfg, log.Named("netbox"), op.Registry())
+		if err != nil {
+			return fail("%v", err)
+		}
+		// Reachability, version (ETags need ≥ 4.6) and the custom fields, before watching starts.
+		op.OnStartup("netbox", nb.Check)
+		hosts = handlers.NewInventoryHosts(chainCfg, nb, clients, op.Registry())
+	}
+	handlers.New(chainCfg, clusterVersion, clients, hosts, op.Registry()).Register(op)
+
+	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())
+	if err != nil {
+		return fail("%v", err)
+	}
+	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
+	op.OnStartup("start_northbound", func(context.Context) error {
+		if err := srv.Start(); err != nil {
+			return err
+		}
+		log.Info("northbound API listening", zap.String("address", srv.Addr()))
+		go func() {
+			if err, ok := <-srv.Stopped(); ok && err != nil {
+				// The serving loop ended by itself: exit non-zero so the pod is restarted.
+				op.Fail(fmt.Errorf("the northbound API stopped by itself: %w", err))
+			}
+		}()
+		return nil
+	})
+	op.OnCleanup("stop_northbound", srv.Shutdown)
+	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
+	op.OnProbe("northbound", srv.Probe)
+
+	log.Info("starting", zap.String("version", version), zap.String("clusterAPI", clusterVersion),
+		zap.Bool("inventory", nbOn), zap.Bool("leaderElect", o.leaderElect))
+	if err := op.Run(ctx); err != nil {
+		log.Error("stopped with an error", zap.Error(err))
+		return fail("%v", err)
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// cacheStore serves the NBI's reads from the operator's informer cache; until the cache has synced it
+// refuses (503) rather than answer an empty list.
+type cacheStore struct{ op *framework.Operator }
+
+var errNotSynced = errors.New("the operator's cache of provisioning requests is not synced yet")
+
+func (s cacheStore) List() ([]*unstructured.Unstructured, error) {
+	if !s.op.Ready() {
+		return nil, errNotSynced
+	}
+	return s.op.Cache().List(handlers.ProvisioningRequestGVR, "")
+}
+
+func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
+	if !s.op.Ready() {
+		return nil, false, errNotSynced
+	}
+	return s.op.Cache().Get(handlers.ProvisioningRequestGVR, "", name)
+}

@@ -1,0 +1,188 @@
+package nbi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Review caching: a polling SMO must not cost a TokenReview and a SubjectAccessReview per GET, and a
+// revoked token or binding must stop working soon. Only successes are cached (a denial is asked again,
+// so a binding granted a moment ago counts at once), keyed by a hash of the token, never the token.
+const (
+	reviewTTL        = 10 * time.Second
+	reviewCacheLimit = 4096
+)
+
+// authenticator authenticates bearer tokens with TokenReviews and authorises each operation with a
+// SubjectAccessReview for the token's user, so the caller acts under its own RBAC even though the write
+// itself is sent with the operator's service account.
+type authenticator struct {
+	kube    kubernetes.Interface
+	timeout time.Duration
+	log     *zap.Logger
+
+	mu     sync.Mutex
+	now    func() time.Time // under mu: tests move it
+	users  map[[32]byte]cachedUser
+	grants map[grantKey]time.Time
+}
+
+type cachedUser struct {
+	user    authnv1.UserInfo
+	expires time.Time
+}
+
+type grantKey struct {
+	token      [32]byte
+	verb, name string
+}
+
+func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger) *authenticator {
+	return &authenticator{
+		kube: kube, timeout: timeout, log: log, now: time.Now,
+		users: map[[32]byte]cachedUser{}, grants: map[grantKey]time.Time{},
+	}
+}
+
+// authorize checks the request's bearer token and, when verb is set, that its user may perform verb on
+// provisioningrequests (named when name is set). It answers nil, or a 401/403 problem (or 502/503 when
+// the API server cannot answer the reviews).
+func (a *authenticator) authorize(ctx context.Context, r *http.Request, verb, name string) error {
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+	}
+	key := sha256.Sum256([]byte(token))
+	user, err := a.authenticate(ctx, key, token)
+	if err != nil || verb == "" {
+		return err
+	}
+	return a.allowed(ctx, key, user, verb, name)
+}
+
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
+}
+
+func unauthorized(message string) *problem {
+	return newProblem(http.StatusUnauthorized, "%s", message).
+		withHeader("WWW-Authenticate", `Bearer realm="O2ims_infrastructureProvisioning"`)
+}
+
+func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token string) (authnv1.UserInfo, error) {
+	a.mu.Lock()
+	now := a.now()
+	c, ok := a.users[key]
+	a.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.user, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	review, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx,
+		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return authnv1.UserInfo{}, reviewFailed("TokenReview", err)
+	}
+	if !review.Status.Authenticated {
+		a.log.Debug("bearer token refused", zap.String("reason", review.Status.Error))
+		return authnv1.UserInfo{}, unauthorized("the bearer token is not valid")
+	}
+	a.mu.Lock()
+	put(a.users, key, cachedUser{review.Status.User, now.Add(reviewTTL)}, func(c cachedUser) time.Time { return c.expires }, now)
+	a.mu.Unlock()
+	return review.Status.User, nil
+}
+
+func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.UserInfo, verb, name string) error {
+	gk := grantKey{key, verb, name}
+	a.mu.Lock()
+	now := a.now()
+	exp, ok := a.grants[gk]
+	a.mu.Unlock()
+	if ok && now.Before(exp) {
+		return nil
+	}
+	extra := make(map[string]authzv1.ExtraValue, len(user.Extra))
+	for k, v := range user.Extra {
+		extra[k] = authzv1.ExtraValue(v)
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Group:    provisioningRequests.Group,
+				Version:  provisioningRequests.Version,
+				Resource: provisioningRequests.Resource,
+				Verb:     verb,
+				Name:     name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return reviewFailed("SubjectAccessReview", err)
+	}
+	if !review.Status.Allowed || review.Status.Denied {
+		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", verb),
+			zap.String("reason", review.Status.Reason))
+		return newProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
+			user.Username, verb, provisioningRequests.Group)
+	}
+	a.mu.Lock()
+	put(a.grants, gk, now.Add(reviewTTL), func(t time.Time) time.Time { return t }, now)
+	a.mu.Unlock()
+	return nil
+}
+
+// reviewFailed: the API server could not review the caller, which is not the caller's fault.
+func reviewFailed(kind string, err error) *problem {
+	if apierrors.IsTooManyRequests(err) {
+		p := newProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").withCause(err)
+		if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
+			p.withHeader("Retry-After", strconv.Itoa(secs))
+		}
+		return p
+	}
+	return newProblem(http.StatusBadGateway, "the caller could not be authenticated: the Kubernetes API server did not answer a %s", kind).
+		withCause(errors.Join(errors.New(kind), err))
+}
+
+// put stores v under k in a cache bounded to reviewCacheLimit: when full, expired entries go first, then
+// whichever entries the map yields until an eighth is free, so the sweep is paid once per many inserts
+// (an evicted caller is simply reviewed again).
+func put[K comparable, V any](m map[K]V, k K, v V, expires func(V) time.Time, now time.Time) {
+	if len(m) >= reviewCacheLimit {
+		for key, val := range m {
+			if !now.Before(expires(val)) {
+				delete(m, key)
+			}
+		}
+		for key := range m {
+			if len(m) < reviewCacheLimit-reviewCacheLimit/8 {
+				break
+			}
+			delete(m, key)
+		}
+	}
+	m[k] = v
+}

@@ -1,0 +1,162 @@
+package nbi
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Auth modes of the northbound API.
+const (
+	// AuthNone serves every caller with the operator's own permissions; safe only on loopback, which is
+	// why NBI_HOST defaults to 127.0.0.1 (kubectl port-forward then applies the caller's own RBAC).
+	AuthNone = "none"
+	// AuthKubernetes checks each bearer token with a TokenReview and each operation with a
+	// SubjectAccessReview, so a caller acts under its own RBAC.
+	AuthKubernetes = "kubernetes"
+)
+
+// Defaults of the NBI_* environment.
+const (
+	DefaultHost            = "127.0.0.1"
+	DefaultPort            = 5000
+	DefaultShutdownTimeout = 3 * time.Second
+	DefaultAPITimeout      = 10 * time.Second
+	DefaultPageSize        = 1000
+)
+
+// Config is the northbound API's configuration; ConfigFromEnv reads it from NBI_* variables.
+type Config struct {
+	Host            string        // NBI_HOST, default "127.0.0.1" (loopback: it acts with the operator's SA)
+	Port            int           // NBI_PORT, default 5000 (0 = any free port, for tests)
+	ShutdownTimeout time.Duration // NBI_SHUTDOWN_TIMEOUT seconds, default 3
+	APITimeout      time.Duration // NBI_API_TIMEOUT seconds, default 10: bound of each API-server call
+	Auth            string        // NBI_AUTH: "" / "none" (default) or "kubernetes"
+	TLSCertFile     string        // NBI_TLS_CERT_FILE; with TLSKeyFile, reloaded when the files change
+	TLSKeyFile      string        // NBI_TLS_KEY_FILE
+	PageSize        int           // NBI_PAGE_SIZE, default 1000: most items in one list answer
+}
+
+// DefaultConfig is the configuration with no NBI_* variable set.
+func DefaultConfig() Config {
+	return Config{
+		Host:            DefaultHost,
+		Port:            DefaultPort,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		APITimeout:      DefaultAPITimeout,
+		Auth:            AuthNone,
+		PageSize:        DefaultPageSize,
+	}
+}
+
+// ConfigFromEnv reads the NBI_* variables through getenv (os.Getenv in the operator). An empty variable
+// takes its default; a bad value is an error of one line naming the variable.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+
+	if v := get("NBI_HOST"); v != "" {
+		cfg.Host = v
+	}
+	if v := get("NBI_PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return Config{}, fmt.Errorf("NBI_PORT=%q: want a port number from 0 to 65535", v)
+		}
+		cfg.Port = p
+	}
+	var err error
+	if cfg.ShutdownTimeout, err = seconds(get, "NBI_SHUTDOWN_TIMEOUT", cfg.ShutdownTimeout); err != nil {
+		return Config{}, err
+	}
+	if cfg.APITimeout, err = seconds(get, "NBI_API_TIMEOUT", cfg.APITimeout); err != nil {
+		return Config{}, err
+	}
+	if v := get("NBI_AUTH"); v != "" {
+		cfg.Auth = strings.ToLower(v)
+	}
+	cfg.TLSCertFile, cfg.TLSKeyFile = get("NBI_TLS_CERT_FILE"), get("NBI_TLS_KEY_FILE")
+	if v := get("NBI_PAGE_SIZE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Config{}, fmt.Errorf("NBI_PAGE_SIZE=%q: want a positive integer", v)
+		}
+		cfg.PageSize = n
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// seconds reads a positive number of seconds (fractions allowed, e.g. 0.5).
+func seconds(get func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := get(name)
+	if v == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) || f > 86400 {
+		return 0, fmt.Errorf("%s=%q: want a positive number of seconds (at most 86400)", name, v)
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// validate checks a Config however it was built (the operator may fill one in itself); each message
+// names the variable the field comes from.
+func (c Config) validate() error {
+	if c.Host == "" {
+		return fmt.Errorf("NBI_HOST is empty: want a host name or IP address to listen on")
+	}
+	if strings.ContainsAny(c.Host, " /") || (strings.Contains(c.Host, ":") && net.ParseIP(c.Host) == nil) {
+		return fmt.Errorf("NBI_HOST=%q: want a host name or IP address, without a port", c.Host)
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("NBI_PORT=%d: want a port number from 0 to 65535", c.Port)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return fmt.Errorf("NBI_SHUTDOWN_TIMEOUT=%s: want a positive number of seconds", c.ShutdownTimeout)
+	}
+	if c.APITimeout <= 0 {
+		return fmt.Errorf("NBI_API_TIMEOUT=%s: want a positive number of seconds", c.APITimeout)
+	}
+	switch c.Auth {
+	case "", AuthNone, AuthKubernetes:
+	default:
+		return fmt.Errorf("NBI_AUTH=%q: want %q or %q", c.Auth, AuthNone, AuthKubernetes)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return fmt.Errorf("NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE: set both or neither (cert %q, key %q)",
+			c.TLSCertFile, c.TLSKeyFile)
+	}
+	if c.PageSize < 1 {
+		return fmt.Errorf("NBI_PAGE_SIZE=%d: want a positive integer", c.PageSize)
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields a caller left out (Port excepted: 0 asks for any free port).
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Host == "" {
+		c.Host = d.Host
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.APITimeout == 0 {
+		c.APITimeout = d.APITimeout
+	}
+	if c.Auth == "" {
+		c.Auth = AuthNone
+	}
+	if c.PageSize == 0 {
+		c.PageSize = d.PageSize
+	}
+	return c
+}
+
+// authEnabled reports whether callers are authenticated and authorised against the API server.
+func (c Config) authEnabled() bool { return c.Auth == AuthKubernetes }

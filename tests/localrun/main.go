@@ -1,0 +1,223 @@
+// Command localrun is `make run-local`: the whole system on this machine — a real kube-apiserver with the
+// shipped manifests, the NetBox simulator, simulated Porch/CAPI/Metal3, and the operator binary as its
+// ServiceAccount — then a sample request submitted through the northbound API, followed to FULFILLED.
+// It keeps running for kubectl and curl until Ctrl-C, and leaves nothing behind.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/stack"
+	"github.com/o2ims-operator/o2ims-operator/tests/world"
+)
+
+const nbiBase = "/O2ims_infrastructureProvisioning/v1/provisioningRequests"
+
+func main() {
+	operator := flag.String("operator", "bin/o2ims-operator", "the operator binary (make build)")
+	dir := flag.String("dir", ".cache/localrun", "state, logs and kubeconfigs (wiped at start)")
+	hosts := flag.Int("hosts", 6, "free bare-metal hosts seeded in the NetBox simulator")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *operator, *dir, *hosts); err != nil {
+		fmt.Fprintln(os.Stderr, "run-local:", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+
+func run(ctx context.Context, operator, dir string, hosts int) error {
+	start := time.Now()
+	if v := os.Getenv("O2IMS_RUN_LOCAL_START"); v != "" {
+		if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+			start = time.Unix(0, ns)
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	_ = os.RemoveAll(abs) // a fresh cluster every run
+	st, err := stack.Start(ctx, stack.Options{
+		Operator: operator, Dir: abs, Progress: progress{}, Hosts: hosts,
+		World: world.Options{
+			RenderDelay: 2 * time.Second, ProvisionDelay: 4 * time.Second, PorchFinalizer: true, DeleteDelay: time.Second,
+			RegisterDelay: time.Second, InspectDelay: 2 * time.Second, Metal3Finalizer: true,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping the operator, the simulators and the API server")
+		st.Stop()
+		say("stopped; nothing is left running")
+	}()
+
+	say("starting the operator (%s) as system:serviceaccount:%s:%s with only the shipped RBAC", operator, stack.OperatorNamespace, stack.ServiceAccount)
+	op, err := st.StartOperator(ctx, nil)
+	if err != nil {
+		return err
+	}
+	say("operator ready: northbound API %s, health/metrics %s, log %s", op.NBIURL, op.HealthURL, op.Log)
+
+	request := map[string]any{
+		"provisioningRequestId": "edge-cluster-01",
+		"name":                  "Edge cluster 01",
+		"description":           "A workload cluster on three bare-metal hosts from NetBox",
+		"templateName":          "nephio-workload-cluster",
+		"templateVersion":       "v3.0.0",
+		"templateParameters": map[string]any{
+			"clusterName": "edge-01",
+			"labels":      map[string]any{"nephio.org/site-type": "edge", "nephio.org/region": "eu-west"},
+			"hosts": []any{
+				map[string]any{"role": "control-plane", "count": 1, "selector": map[string]any{"cpu_cores": 32}},
+				map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 16}},
+			},
+		},
+	}
+	body, _ := json.MarshalIndent(request, "", "  ")
+	say("submitting a ProvisioningRequest through the northbound API:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d @request.json", op.NBIURL, nbiBase)
+	code, answer, err := call(ctx, http.MethodPost, op.NBIURL+nbiBase, body)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusCreated {
+		return fmt.Errorf("POST answered %d: %s", code, answer)
+	}
+	var info struct {
+		Reference string `json:"provisioningRequestReference"`
+	}
+	_ = json.Unmarshal(answer, &info)
+	say("201 Created (provisioningRequestReference %s); following it:", info.Reference)
+
+	if err := follow(ctx, op, start); err != nil {
+		return err
+	}
+	howTo(st, op)
+	select {
+	case <-ctx.Done():
+		fmt.Println()
+	case <-op.Done():
+		return fmt.Errorf("the operator exited: %v (log: %s)", op.Err(), op.Log)
+	}
+	return nil
+}
+
+// follow polls the request through the NBI and prints every change of phase or message until FULFILLED.
+func follow(ctx context.Context, op *stack.Operator, start time.Time) error {
+	last := ""
+	for {
+		code, answer, err := call(ctx, http.MethodGet, op.NBIURL+nbiBase+"/edge-cluster-01", nil)
+		if err != nil {
+			return err
+		}
+		if code == http.StatusOK {
+			var info struct {
+				Status struct {
+					Phase   string `json:"provisioningPhase"`
+					Message string `json:"message"`
+				} `json:"status"`
+				Set struct {
+					Cluster string   `json:"nodeClusterId"`
+					Infra   []string `json:"infrastructureResourceIds"`
+				} `json:"provisionedResourceSet"`
+			}
+			_ = json.Unmarshal(answer, &info)
+			line := fmt.Sprintf("%-12s %s", info.Status.Phase, info.Status.Message)
+			if line != last {
+				fmt.Printf("    [%6.1fs] %s\n", time.Since(start).Seconds(), line)
+				last = line
+			}
+			switch info.Status.Phase {
+			case "FULFILLED":
+				say("FULFILLED %.1fs after `make run-local` started: node cluster %s on hosts %s",
+					time.Since(start).Seconds(), info.Set.Cluster, strings.Join(info.Set.Infra, ", "))
+				return nil
+			case "FAILED":
+				return fmt.Errorf("the request failed: %s (log: %s)", info.Status.Message, op.Log)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-op.Done():
+			return fmt.Errorf("the operator exited: %v (log: %s)", op.Err(), op.Log)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func howTo(st *stack.Stack, op *stack.Operator) {
+	kubectlDir := filepath.Dir(st.Kubectl)
+	fmt.Printf(`
+It keeps running; Ctrl-C stops everything.
+
+  kubectl (the real one, built for the API server):
+    export KUBECONFIG=%s PATH=%s:$PATH
+    kubectl get provisioningrequests
+    kubectl get provisioningrequests -o wide
+    kubectl get packagevariants,clusters -n default
+    kubectl get baremetalhosts -n %s
+    kubectl describe provisioningrequest edge-cluster-01
+    kubectl delete provisioningrequest edge-cluster-01     # releases the hosts, removes the package variant
+
+  northbound API (O2IMS provisioning):
+    curl -s %s%s | jq
+    curl -s '%s%s?filter=(eq,status/provisioningPhase,FULFILLED)&fields=provisioningRequestData/templateParameters' | jq
+    curl -s -X DELETE -i %s%s/edge-cluster-01
+
+  operator:
+    curl -s %s/healthz; curl -s %s/readyz; curl -s %s/metrics | grep ^o2ims_
+    log: %s
+
+  NetBox simulator:
+    curl -s -H 'Authorization: Token %s' '%s/api/dcim/devices/?status=active' | jq '.results[] | {id, name, custom_fields}'
+`, st.AdminKubeconfig, kubectlDir, stack.Metal3Namespace,
+		op.NBIURL, nbiBase, op.NBIURL, nbiBase, op.NBIURL, nbiBase,
+		op.HealthURL, op.HealthURL, op.HealthURL, op.Log,
+		st.NetBoxToken(), st.NetBoxURL)
+}
+
+func call(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+type progress struct{}
+
+func (progress) Write(p []byte) (int, error) {
+	fmt.Print("==> " + string(p))
+	return len(p), nil
+}
