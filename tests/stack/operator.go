@@ -216,3 +216,6 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// Cmd is the running command (tests signal it).
+func (o *Operator) Cmd() *exec.Cmd { return o.cmd }
