@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +108,16 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 		}
 	}
 
+	// Count every request at the transport by method and resource (after the token is set, before the
+	// wire): what the API server receives from us, per resource.
+	prevWrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prevWrap != nil {
+			rt = prevWrap(rt)
+		}
+		return &countingTransport{next: rt}
+	}
+
 	watchHTTP, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -194,4 +205,45 @@ func (f *fileToken) forget() {
 	f.mu.Lock()
 	f.value = ""
 	f.mu.Unlock()
+}
+
+// countingTransport feeds rest_client_requests_by_resource_total.
+type countingTransport struct{ next http.RoundTripper }
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	code := "<error>"
+	if err == nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	restByResource.WithLabelValues(req.Method, resourceOf(req.URL.Path), code).Inc()
+	return resp, err
+}
+
+// resourceOf names the resource of an API path: /api/v1/namespaces/ns/events/x → events,
+// /apis/g/v/namespaces/ns/r/name/status → r/status, /apis/g/v/r → r. Names never become labels.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return "other"
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		if len(parts) == 2 {
+			return "namespaces"
+		}
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return "discovery"
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
 }

@@ -127,6 +127,10 @@ var (
 	restLatency       *prometheus.HistogramVec
 	restRateLimiter   *prometheus.HistogramVec
 	leaderMasterGauge *prometheus.GaugeVec
+	restByResource    = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rest_client_requests_by_resource_total",
+		Help: "Requests this process sent to the Kubernetes API, counted at its transport, by method, resource (subresource after a slash) and status code.",
+	}, []string{"method", "resource", "code"})
 )
 
 // client-go reads its adapters without locks, so they are installed at init, before any client exists.
@@ -160,7 +164,7 @@ func init() {
 }
 
 func registerClientGoMetrics(reg prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{restRequests, restLatency, restRateLimiter, leaderMasterGauge} {
+	for _, c := range []prometheus.Collector{restRequests, restLatency, restRateLimiter, leaderMasterGauge, restByResource} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
 				panic(err)

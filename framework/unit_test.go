@@ -243,3 +243,20 @@ func TestResourceVersionComparison(t *testing.T) {
 	assert.False(t, rvReached("abd", "abc"))
 	assert.True(t, rvReached("1", ""))
 }
+
+func TestResourceOfAnAPIPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/default/events":                                             "events",
+		"/api/v1/namespaces/default/events/x.123":                                       "events",
+		"/api/v1/namespaces/metal3/secrets/netbox-1-bmc-secret":                         "secrets",
+		"/apis/o2ims.provisioning.oran.org/v1alpha1/provisioningrequests/edge-1/status": "provisioningrequests/status",
+		"/apis/o2ims.provisioning.oran.org/v1alpha1/provisioningrequests":               "provisioningrequests",
+		"/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants":        "packagevariants",
+		"/apis/coordination.k8s.io/v1/namespaces/o2ims/leases/o2ims-operator":           "leases",
+		"/api/v1/namespaces/o2ims":                                                      "namespaces",
+		"/apis":                                                                         "other",
+		"/apis/cluster.x-k8s.io/v1beta2":                                                "discovery",
+	} {
+		assert.Equal(t, want, resourceOf(path), path)
+	}
+}
