@@ -18,14 +18,19 @@ build:
 
 ## tools: build (first time, ~5 min) or reuse kube-apiserver, kubectl and etcd
 tools:
+	@echo "[$$(date +%T)] tools: kube-apiserver, kubectl, etcd"
 	@./hack/tools.sh >/dev/null
 
 ## test: lint, every test against a real API server (race detector on), then short fuzzing
 test: lint tools
+	@echo "[$$(date +%T)] go test -race ./..."
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -race -count=1 -timeout 25m ./...
+	@echo "[$$(date +%T)] fuzzing, $(FUZZTIME) per target"
 	./hack/fuzz.sh $(FUZZTIME)
+	@echo "[$$(date +%T)] done"
 
 lint:
+	@echo "[$$(date +%T)] lint: gofmt, go vet"
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 
@@ -40,7 +45,7 @@ bench: tools build
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
 
 chaos: tools build
-	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN)
+	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md
 
 image:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

@@ -215,8 +215,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err != nil {
 			return fail("%v", err)
 		}
-		// Reachability, version (ETags need ≥ 4.6) and the custom fields, before watching starts.
-		op.OnStartup("netbox", nb.Check)
+		// Reachability, version (ETags need ≥ 4.6) and the custom fields, before watching starts. A wrong
+		// version, token or schema stops the operator at once; a NetBox blip is waited out for a while
+		// (a restart loop would take the NBI and host-less requests down with it).
+		op.OnStartup("netbox", func(ctx context.Context) error {
+			return checkNetBox(ctx, nb.Check, netboxStartupPatience, log)
+		})
 		hosts = handlers.NewInventoryHosts(chainCfg, nb, clients, op.Registry())
 	}
 	handlers.New(chainCfg, clusterVersion, clients, hosts, op.Registry()).Register(op)
@@ -251,6 +255,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// netboxStartupPatience bounds how long a transient NetBox failure is retried at start.
+const netboxStartupPatience = 2 * time.Minute
+
+// checkNetBox runs the startup check, retrying only failures NetBox itself marks retryable (5xx, 429,
+// timeouts, transport) with a capped backoff until patience runs out.
+func checkNetBox(ctx context.Context, check func(context.Context) error, patience time.Duration, log *zap.Logger) error {
+	deadline := time.Now().Add(patience)
+	delay := time.Second
+	for {
+		err := check(ctx)
+		var nbErr *netbox.Error
+		if err == nil || !errors.As(err, &nbErr) || !nbErr.Retryable || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		log.Warn("NetBox is not answering yet; retrying the startup check", zap.Error(err), zap.Duration("in", delay))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
 }
 
 // cacheStore serves the NBI's reads from the operator's informer cache; until the cache has synced it

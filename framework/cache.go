@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,8 +57,10 @@ func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*u
 	return u.DeepCopy(), true, nil
 }
 
-// List returns shared (read-only!) cached objects of a resource, in namespace ("" = all), sorted by
-// namespace/name. The objects are not copied — the NBI lists thousands — so callers must not modify them.
+// List returns shared (read-only!) cached objects of a resource, in namespace ("" = all), in no particular
+// order. Neither copied nor sorted — the NBI lists ten thousand per page and sorts by its own key, and a
+// sort through the unstructured accessors here cost it more than everything else together — so callers
+// must not modify them, and sort if they need an order.
 func (c *Cache) List(gvr schema.GroupVersionResource, namespace string) ([]*unstructured.Unstructured, error) {
 	inf, err := c.informer(gvr)
 	if err != nil {
@@ -80,12 +81,6 @@ func (c *Cache) List(gvr schema.GroupVersionResource, namespace string) ([]*unst
 			out = append(out, u)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].GetNamespace() != out[j].GetNamespace() {
-			return out[i].GetNamespace() < out[j].GetNamespace()
-		}
-		return out[i].GetName() < out[j].GetName()
-	})
 	return out, nil
 }
 

@@ -192,13 +192,7 @@ func (to *testOperator) stop(t *testing.T) error {
 
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	kubeapi.Eventually(t, timeout, cond, format, args...)
 }
 
 func widget(label, name string, spec map[string]any) *unstructured.Unstructured {

@@ -295,7 +295,8 @@ func (c *controller) runHandler(ctx context.Context, key string, u *unstructured
 	case outcomeSuccess:
 		hs.success, hs.stopped, hs.delayed, hs.message = true, now, time.Time{}, ""
 		hlog.Info("handler succeeded")
-		if reason != ReasonResume {
+		// Handlers that post their own progress events (a "Fulfilled") would only be echoed here.
+		if reason != ReasonResume && !h.ownProgress {
 			c.post(st, corev1.EventTypeNormal, EventHandlerSucceeded, fmt.Sprintf("Handler %q succeeded.", h.id))
 		}
 	case outcomePermanent:

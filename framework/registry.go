@@ -38,7 +38,9 @@ func Timeout(d time.Duration) HandlerOption { return func(h *handlerSpec) { h.ti
 func CallTimeout(d time.Duration) HandlerOption { return func(h *handlerSpec) { h.callTimeout = d } }
 
 // OwnProgressEvents is for handlers that post their own events as their object's state changes: the
-// framework then posts no event for a TemporaryError (waiting is their own story), only for errors.
+// framework then posts no event for a TemporaryError (waiting is their own story) nor for success, only for
+// errors and permanent failures. Under a burst client-go's broadcaster drops events beyond its queue, so
+// every redundant event costs one that matters.
 func OwnProgressEvents() HandlerOption { return func(h *handlerSpec) { h.ownProgress = true } }
 
 type handlerSpec struct {

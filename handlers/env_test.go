@@ -205,13 +205,7 @@ func (c *chain) stop(t *testing.T) {
 
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	kubeapi.Eventually(t, timeout, cond, format, args...)
 }
 
 func provisioningRequest(name, label, template string, params map[string]any) *unstructured.Unstructured {

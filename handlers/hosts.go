@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 
@@ -13,6 +14,13 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// candidateSpread free hosts are listed per empty slot and the slot's candidate drawn among them, within
+// one listing page (maxCandidates).
+const (
+	candidateSpread = 8
+	maxCandidates   = 100
 )
 
 // InventoryHosts is the NetBox + Metal3 inventory step: select free hosts, record the candidates on the
@@ -91,9 +99,16 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 		if len(empty) == 0 {
 			continue
 		}
-		found, err := hs.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), len(empty))
+		// Take the candidates at random from a wider choice (the same one page of the listing): requests
+		// competing for a pool would otherwise all pick its first free host, and all but one lose it,
+		// round after round.
+		found, err := hs.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(len(empty), min(len(empty)*candidateSpread, maxCandidates)))
 		if err != nil {
 			return HostsResult{}, inventoryError(err)
+		}
+		rand.Shuffle(len(found), func(i, j int) { found[i], found[j] = found[j], found[i] })
+		if len(found) > len(empty) {
+			found = found[:len(empty)]
 		}
 		for i, d := range found {
 			empty[i].ID, empty[i].Phase = netbox.Identity(d.ID), phaseCandidate

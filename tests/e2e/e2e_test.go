@@ -108,13 +108,7 @@ type info struct {
 
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	kubeapi.Eventually(t, timeout, cond, format, args...)
 }
 
 // The binary, as the shipped ServiceAccount with only the shipped roles, takes a request with hosts from
@@ -301,4 +295,15 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 		assert.Len(t, lines, 1, "%s: one line, got %q", env, stderr.String())
 		assert.Contains(t, lines[0], want, env)
 	}
+}
+
+// NetBox older than 4.6 has no ETags, so conditional claims are impossible: the startup check stops the
+// operator with one line saying so, before it watches anything.
+func TestNetBoxTooOldStopsTheOperatorAtStart(t *testing.T) {
+	st.NetBox.SetVersion("4.5.10")
+	defer st.NetBox.SetVersion("4.6.8")
+	_, err := st.StartOperator(context.Background(), map[string]string{"PROVISIONING_REQUEST_SELECTOR": "e2e=netbox-old"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `startup activity "netbox" failed`)
+	assert.Contains(t, err.Error(), "4.5.10")
 }

@@ -140,7 +140,7 @@ func randomToken() string {
 }
 
 func (s *Server) startAll(ctx context.Context, assets string) error {
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,9 @@ func tail(path string) string {
 	return string(b)
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts picks n free loopback ports (bound and released: another process could take one in between,
+// which callers survive by retrying).
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

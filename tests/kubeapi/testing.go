@@ -131,3 +131,16 @@ func (s *Server) BindClusterRole(ctx context.Context, bindingName, role string, 
 	}
 	return nil
 }
+
+// Eventually polls cond until it holds, failing the test with the message after timeout. Tests against a
+// real API server wait for convergence; they never assert how long it took.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(format, args...)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
 // Operator is the operator binary running as a child process.
@@ -35,7 +36,7 @@ func (s *Stack) StartOperator(ctx context.Context, extraEnv map[string]string) (
 	if s.opts.Operator == "" {
 		return nil, errors.New("stack: Options.Operator (the binary) is required")
 	}
-	ports, err := freePorts(2)
+	ports, err := kubeapi.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,12 @@ func (s *Stack) StartOperator(ctx context.Context, extraEnv map[string]string) (
 		_ = o.Stop(time.Second)
 		return nil, err
 	}
-	s.Operator = o
+	s.mu.Lock()
+	if s.Operator == nil {
+		s.Operator = o
+	}
+	s.operators = append(s.operators, o)
+	s.mu.Unlock()
 	return o, nil
 }
 
@@ -197,25 +203,6 @@ func (o *Operator) Err() error { return o.err }
 
 // Pid is the operator's process id.
 func (o *Operator) Pid() int { return o.cmd.Process.Pid }
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
 
 // Cmd is the running command (tests signal it).
 func (o *Operator) Cmd() *exec.Cmd { return o.cmd }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -64,9 +65,12 @@ type Stack struct {
 	NetBox          *netboxsim.Server
 	NetBoxURL       string
 	World           *world.World
-	Operator        *Operator
-	ownDir          bool
-	netboxStop      func()
+	// Operator is the first operator started; every one started is stopped by Stop.
+	Operator   *Operator
+	ownDir     bool
+	netboxStop func()
+	mu         sync.Mutex
+	operators  []*Operator
 }
 
 func (s *Stack) progress(format string, args ...any) {
@@ -217,8 +221,11 @@ func (s *Stack) NetBoxToken() string { return netboxToken }
 
 // Stop stops the operator and everything else, leaving no process behind.
 func (s *Stack) Stop() {
-	if s.Operator != nil {
-		_ = s.Operator.Stop(5 * time.Second)
+	s.mu.Lock()
+	ops := s.operators
+	s.mu.Unlock()
+	for _, o := range ops {
+		_ = o.Stop(5 * time.Second)
 	}
 	if s.World != nil {
 		s.World.Stop()
