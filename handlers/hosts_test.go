@@ -126,7 +126,9 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 	uid := string(pr.GetUID())
 	done := waitState(t, srv, "hosts-1", StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
-	assert.Equal(t, []string{netbox.Identity(big), netbox.Identity(w1), netbox.Identity(w2)}, ids)
+	require.Len(t, ids, 3)
+	assert.Equal(t, netbox.Identity(big), ids[0], "slots in request order: the control plane first")
+	assert.ElementsMatch(t, []string{netbox.Identity(w1), netbox.Identity(w2)}, ids[1:], "the workers match their selector")
 	for _, id := range []int32{big, w1, w2} {
 		d, _ := inv.sim.Device(id)
 		assert.Equal(t, "active", d.Status)
@@ -227,11 +229,14 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "quarantine")
-	bare := inv.addHost(t, srv, "q-bare", 128, "") // lowest id, no credentials Secret
-	good := inv.addHost(t, srv, "q-good", 128, "admin")
-	startChain(t, srv, "quarantine", inv.namespaces, nil, inv.client)
+	bare := inv.addHost(t, srv, "q-bare", 128, "") // no credentials Secret: the only host at first
+	startChain(t, srv, "quarantine", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
 	createPR(t, srv, provisioningRequest("quarantine-1", "quarantine", tmplOK, hostsParams("edge-q-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 128}})))
+	eventually(t, 30*time.Second, func() bool { d, _ := inv.sim.Device(bare); return d.Status == "failed" }, "never quarantined")
+	u, _ := getPR(t, srv, "quarantine-1")
+	assert.Equal(t, StateProgressing, CurrentStatus(u).State, "a quarantine is not a failure of the request")
+	good := inv.addHost(t, srv, "q-good", 128, "admin")
 	done := waitState(t, srv, "quarantine-1", StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	assert.Equal(t, []string{netbox.Identity(good)}, ids)
