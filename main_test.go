@@ -28,12 +28,18 @@ func TestNetBoxStartupCheckWaitsOutBlipsButNotWrongConfiguration(t *testing.T) {
 	assert.Equal(t, 3, calls, "retried through the 503s")
 
 	calls = 0
-	tooOld := func(context.Context) error { calls++; return &netbox.Error{Kind: netbox.KindUnsupported, Err: errors.New("NetBox 4.5.10 < 4.6")} }
+	tooOld := func(context.Context) error {
+		calls++
+		return &netbox.Error{Kind: netbox.KindUnsupported, Err: errors.New("NetBox 4.5.10 < 4.6")}
+	}
 	assert.Error(t, checkNetBox(context.Background(), tooOld, time.Minute, zap.NewNop()))
 	assert.Equal(t, 1, calls, "a wrong version is not retried")
 
 	calls = 0
-	down := func(context.Context) error { calls++; return &netbox.Error{Kind: netbox.KindTransport, Retryable: true} }
+	down := func(context.Context) error {
+		calls++
+		return &netbox.Error{Kind: netbox.KindTransport, Retryable: true}
+	}
 	assert.Error(t, checkNetBox(context.Background(), down, 1500*time.Millisecond, zap.NewNop()), "patience runs out")
 	assert.Equal(t, 2, calls)
 }
