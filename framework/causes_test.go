@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestSpecChangeIsAnUpdateCauseAndMovesTheDiffBase(t *testing.T) {
 		return hasEvent(events(t, "default", "u1"), corev1.EventTypeNormal, "SpecChanged", "the spec changed")
 	}, "the handler's own event was not posted")
 	eventually(t, 10*time.Second, func() bool {
-		base, _, _ := fetchDiffBase(mustGet(t, "u1"), keyNamer{testPrefix}.keys(diffBaseName))
+		base, _, _ := fetchDiffBase(mustGet(t, "u1"), kopf.Namer{Prefix: testPrefix}.Keys(kopf.DiffBaseName))
 		spec, _ := base["spec"].(map[string]any)
 		return spec["size"] == float64(2)
 	}, "diff-base not moved to the new essence")

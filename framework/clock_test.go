@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func (c unit) putHandled(t *testing.T, name string) string {
 	u := widget("unit", name, map[string]any{"a": "b"})
 	u.SetUID(k8stypes.UID("uid-" + name))
 	u.SetResourceVersion("1")
-	u.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": encodeDiffBase(essence(u, testPrefix))})
+	u.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": kopf.EncodeDiffBase(essence(u, testPrefix))})
 	c.store(t, u)
 	return name
 }
@@ -136,7 +137,7 @@ func TestTimerWaitsItsInitialDelayThenKeepsItsInterval(t *testing.T) {
 	key := c.putNew(t, "w4")
 	u, _, _ := c.informer.GetIndexer().GetByKey(key)
 	uu := u.(*unstructured.Unstructured).DeepCopy()
-	uu.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": encodeDiffBase(essence(uu, testPrefix))})
+	uu.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": kopf.EncodeDiffBase(essence(uu, testPrefix))})
 	require.NoError(t, c.informer.GetIndexer().Update(uu))
 
 	assert.Equal(t, passResult{after: time.Minute}, c.sync(context.Background(), key))
@@ -170,7 +171,7 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 
 	// The echo arrives: it is ours, so it does not count as a change, but the parked pass is released.
 	fresh := written.DeepCopy()
-	fresh.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": encodeDiffBase(essence(widget("unit", "w5", map[string]any{"a": "b"}), testPrefix))})
+	fresh.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": kopf.EncodeDiffBase(essence(widget("unit", "w5", map[string]any{"a": "b"}), testPrefix))})
 	fresh.Object["spec"] = map[string]any{"a": "b"}
 	require.NoError(t, c.informer.GetIndexer().Update(fresh))
 	assert.True(t, c.observe(key, fresh), "the parked pass is woken by its own echo")

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
 
 // controller drives one watched resource: its informer feeds a rate-limited queue of object keys, and
@@ -24,8 +26,8 @@ type controller struct {
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
 	client   dynamic.NamespaceableResourceInterface
-	namer    keyNamer
-	keys     *keyCache
+	namer    kopf.Namer
+	keys     *kopf.KeyCache
 	log      *zap.Logger
 
 	mu      sync.Mutex
@@ -81,8 +83,8 @@ func newController(op *Operator, w *Watch, informer cache.SharedIndexInformer) *
 			Name: name, MetricsProvider: op.metrics.workqueue, Clock: op.opts.Clock,
 		}),
 		client:  op.clients.Dynamic.Resource(w.gvr),
-		namer:   keyNamer{prefix: op.opts.Prefix},
-		keys:    &keyCache{namer: keyNamer{prefix: op.opts.Prefix}},
+		namer:   kopf.Namer{Prefix: op.opts.Prefix},
+		keys:    &kopf.KeyCache{Namer: kopf.Namer{Prefix: op.opts.Prefix}},
 		log:     op.log.With(zap.String("resource", name)),
 		objects: map[string]*objectState{},
 	}

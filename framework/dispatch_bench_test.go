@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"testing"
 
 	"go.uber.org/zap"
@@ -40,7 +41,7 @@ func benchController(b *testing.B, n int, fn HandlerFunc) (*controller, []string
 		})
 		u.SetUID("uid")
 		u.SetResourceVersion("1")
-		u.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": encodeDiffBase(essence(u, testPrefix))})
+		u.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": kopf.EncodeDiffBase(essence(u, testPrefix))})
 		if err := c.informer.GetIndexer().Add(u); err != nil {
 			b.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestCreateRunsOnceThenWritesDiffBaseAndPurgesProgress(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(base), &essence))
 	assert.Equal(t, map[string]any{"size": float64(3)}, essence["spec"])
 	assert.Equal(t, map[string]any{"labels": map[string]any{"test": label}}, essence["metadata"], "own annotations are not essence")
-	assert.Equal(t, base, ann[keyNamer{testPrefix}.v1("last-handled-configuration")], "V1 key written too")
+	assert.Equal(t, base, ann[kopf.Namer{Prefix: testPrefix}.V1("last-handled-configuration")], "V1 key written too")
 	assert.Equal(t, "yes", ann[testPrefix+"/kopf-managed"])
 	_, hasProgress := ann[testPrefix+"/create_fn"]
 	assert.False(t, hasProgress, "progress is purged when the cause is done")
@@ -128,9 +129,9 @@ func TestObjectHandledByThePythonOperatorIsResumedNotRecreated(t *testing.T) {
 	u := widget(label, "py1", spec)
 	base := pythonDiffBase(spec, label)
 	u.SetAnnotations(map[string]string{
-		testPrefix + "/kopf-managed":                          "yes",
-		testPrefix + "/last-handled-configuration":            base,
-		keyNamer{testPrefix}.v1("last-handled-configuration"): base,
+		testPrefix + "/kopf-managed":                                    "yes",
+		testPrefix + "/last-handled-configuration":                      base,
+		kopf.Namer{Prefix: testPrefix}.V1("last-handled-configuration"): base,
 	})
 	create(t, u)
 	to.start(t)
@@ -149,16 +150,16 @@ func TestPythonOperatorsUnfinishedCreateContinuesWithItsProgress(t *testing.T) {
 		w.OnCreate("create_fn", fn)
 		w.OnResume("create_fn", fn)
 	})
-	n := keyNamer{testPrefix}
+	n := kopf.Namer{Prefix: testPrefix}
 	started := "2026-11-01T10:00:00.123456"
 	rec := `{"started":"` + started + `","delayed":"2026-11-01T10:05:00.000000","purpose":"create","retries":3,"success":false,"failure":false,"message":"Cluster creation ongoing","subrefs":["create_fn/sub_validations"]}`
 	sub := `{"started":"` + started + `","stopped":"2026-11-01T10:00:01.000000","purpose":"create","retries":1,"success":true,"failure":false}`
 	u := widget(label, "py2", map[string]any{"x": "y"})
 	u.SetAnnotations(map[string]string{
 		testPrefix + "/kopf-managed":            "yes",
-		n.v2("create_fn"):                       rec,
-		n.v2("create_fn/sub_validations"):       sub,
-		n.v1("create_fn/sub_validations"):       sub,
+		n.V2("create_fn"):                       rec,
+		n.V2("create_fn/sub_validations"):       sub,
+		n.V1("create_fn/sub_validations"):       sub,
 		"keep.example.com/unrelated-annotation": "kept",
 	})
 	create(t, u)
@@ -175,7 +176,7 @@ func TestPythonOperatorsUnfinishedCreateContinuesWithItsProgress(t *testing.T) {
 	assert.Equal(t, "2026-11-01T10:00:00.123456Z", runs[0].Started.Format("2006-01-02T15:04:05.000000Z"))
 
 	ann := mustGet(t, "py2").GetAnnotations()
-	for _, k := range []string{n.v2("create_fn"), n.v2("create_fn/sub_validations"), n.v1("create_fn/sub_validations")} {
+	for _, k := range []string{n.V2("create_fn"), n.V2("create_fn/sub_validations"), n.V1("create_fn/sub_validations")} {
 		_, present := ann[k]
 		assert.False(t, present, "%s purged with its sub-handler records", k)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
 
 // passResult tells the queue what to do with the key after a pass.
@@ -111,14 +113,14 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 		c.warnOnce(u, st, "diffbase", fmt.Sprintf("Ignoring an unreadable diff-base: %v", err), log)
 		hasBase = false
 	}
-	ess := essence(u, c.namer.prefix)
+	ess := essence(u, c.namer.Prefix)
 	c.mu.Lock()
 	initial := st.initial
 	c.mu.Unlock()
 	switch {
 	case !hasBase:
 		return c.handleCause(ctx, key, u, p, st, ReasonCreate, ess, nil, initial, now, log)
-	case !sameEssence(ess, base):
+	case !kopf.SameEssence(ess, base):
 		return c.handleCause(ctx, key, u, p, st, ReasonUpdate, ess, base, initial, now, log)
 	case initial:
 		return c.handleCause(ctx, key, u, p, st, ReasonResume, ess, base, initial, now, log)
@@ -132,7 +134,7 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 func (c *controller) diffBase(u *unstructured.Unstructured, st *objectState) (map[string]any, bool, error) {
 	ann := u.GetAnnotations()
 	raw := ""
-	for _, k := range c.keys.keys(diffBaseName) {
+	for _, k := range c.keys.Keys(kopf.DiffBaseName) {
 		if v, ok := ann[k]; ok {
 			raw = v
 			break
@@ -141,12 +143,12 @@ func (c *controller) diffBase(u *unstructured.Unstructured, st *objectState) (ma
 	if raw != "" && raw == st.baseRaw && st.base != nil {
 		return st.base, true, nil
 	}
-	base, has, err := fetchDiffBase(u, c.keys.keys(diffBaseName))
+	base, has, err := fetchDiffBase(u, c.keys.Keys(kopf.DiffBaseName))
 	if err != nil || !has {
 		st.baseRaw, st.base = "", nil
 		return nil, has, err
 	}
-	base = clearOwn(base, c.namer.prefix)
+	base = kopf.ClearOwn(base, c.namer.Prefix)
 	st.baseRaw, st.base = raw, base
 	return base, true, nil
 }
@@ -234,9 +236,9 @@ func (c *controller) handleCause(ctx context.Context, key string, u *unstructure
 	case ReasonDelete:
 		p.finalizers = removeString(u.GetFinalizers(), c.w.finalizer)
 	default:
-		if base == nil || !sameEssence(base, ess) {
-			enc := encodeDiffBase(ess)
-			for _, k := range c.keys.keys(diffBaseName) {
+		if base == nil || !kopf.SameEssence(base, ess) {
+			enc := kopf.EncodeDiffBase(ess)
+			for _, k := range c.keys.Keys(kopf.DiffBaseName) {
 				p.SetAnnotation(k, enc)
 			}
 			c.mark(u, p)
@@ -343,7 +345,7 @@ func (c *controller) call(ctx context.Context, h *handlerSpec, cause *Cause) (er
 // loadProgress reads a handler's record (ours or kopf's) from the object.
 func (c *controller) loadProgress(u *unstructured.Unstructured, st *objectState, id string, now time.Time, log *zap.Logger) *handlerState {
 	ann := u.GetAnnotations()
-	for _, k := range c.keys.keys(id) {
+	for _, k := range c.keys.Keys(id) {
 		raw, ok := ann[k]
 		if !ok {
 			continue
@@ -352,7 +354,7 @@ func (c *controller) loadProgress(u *unstructured.Unstructured, st *objectState,
 		if err != nil {
 			c.warnOnce(u, st, "progress/"+id, fmt.Sprintf("Ignoring unreadable progress of handler %q: %v", id, err), log)
 			// Keep a marker that a record exists, so it is rewritten or purged rather than left behind.
-			return &handlerState{started: now, purpose: string(st.cause), persisted: &progressRecord{}}
+			return &handlerState{started: now, purpose: string(st.cause), persisted: &kopf.ProgressRecord{}}
 		}
 		return hs
 	}
@@ -377,7 +379,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 			continue
 		}
 		enc := encodeProgress(rec)
-		for _, k := range c.keys.keys(h.id) {
+		for _, k := range c.keys.Keys(h.id) {
 			p.SetAnnotation(k, enc)
 		}
 		hs.persisted = rec
@@ -390,7 +392,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
 	ann := u.GetAnnotations()
 	purge := func(id string) {
-		for _, k := range c.keys.keys(id) {
+		for _, k := range c.keys.Keys(id) {
 			if _, ok := ann[k]; ok {
 				p.DeleteAnnotation(k)
 			}
@@ -408,7 +410,7 @@ func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *o
 
 // mark adds kopf's marker so other kopf operators leave our annotations out of their essence.
 func (c *controller) mark(u *unstructured.Unstructured, p *Patch) {
-	k := c.namer.prefix + "/" + kopfMarker
+	k := c.namer.Prefix + "/" + kopf.Marker
 	if _, ok := u.GetAnnotations()[k]; !ok {
 		p.SetAnnotation(k, "yes")
 	}

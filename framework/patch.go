@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
 
 // Patch collects what one pass wants changed on the object. Handlers fill it; the framework turns it into at
@@ -54,7 +56,7 @@ func (p *Patch) DeleteAnnotation(key string) { p.Annotations[key] = nil }
 func mergeInto(target any, patch any) any {
 	pm, ok := patch.(map[string]any)
 	if !ok {
-		return runtimeDeepCopy(patch)
+		return kopf.DeepCopyJSON(patch)
 	}
 	tm, ok := target.(map[string]any)
 	if !ok {
@@ -76,7 +78,7 @@ func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
 		return nil
 	}
 	current, _ := obj.Object["status"].(map[string]any)
-	desired := mergeInto(runtimeDeepCopy(current), normalizeJSON(p.Status))
+	desired := mergeInto(kopf.DeepCopyJSON(current), normalizeJSON(p.Status))
 	if current == nil {
 		current = map[string]any{}
 	}

@@ -1,25 +1,10 @@
 package framework
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
-)
 
-// progressRecord is kopf's per-handler progress, stored as compact JSON in one annotation per handler (both
-// key forms). Field names and meanings are kopf's; absent fields are omitted as kopf omits None.
-type progressRecord struct {
-	Started *string  `json:"started,omitempty"`
-	Stopped *string  `json:"stopped,omitempty"`
-	Delayed *string  `json:"delayed,omitempty"`
-	Purpose *string  `json:"purpose,omitempty"`
-	Retries *int     `json:"retries,omitempty"`
-	Success *bool    `json:"success,omitempty"`
-	Failure *bool    `json:"failure,omitempty"`
-	Message *string  `json:"message,omitempty"`
-	Subrefs []string `json:"subrefs,omitempty"`
-}
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
+)
 
 // handlerState is the in-memory view of one handler's progress in the current cause.
 type handlerState struct {
@@ -33,60 +18,32 @@ type handlerState struct {
 	message string
 	subrefs []string
 	// persisted is the record as last read from or written to the object, to write only on change.
-	persisted *progressRecord
+	persisted *kopf.ProgressRecord
 }
 
 func (s *handlerState) finished() bool { return s.success || s.failure }
-
-// kopf 1.36 (the Python image) writes naive UTC ISO-8601 with microseconds and compares naive datetimes, so
-// an offset suffix would make it raise on rollback. Write naive, read both forms.
-const kopfTimeLayout = "2006-01-02T15:04:05.000000"
-
-func formatKopfTime(t time.Time) string { return t.UTC().Format(kopfTimeLayout) }
-
-func parseKopfTime(s string) (time.Time, error) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	// kopf 1.44 writes "+00:00" offsets, which RFC3339 accepts; anything else is not a time we can trust.
-	return time.Time{}, fmt.Errorf("unparseable progress time %q", s)
-}
 
 // decodeProgress reads a record written by us or by kopf. A malformed record (someone else's JSON, a
 // truncated write) must neither crash nor block the object: it is reported and treated as absent, so the
 // handler starts afresh — the safe direction for idempotent handlers.
 func decodeProgress(raw string, now time.Time) (*handlerState, error) {
-	var rec progressRecord
-	dec := json.NewDecoder(strings.NewReader(raw))
-	if err := dec.Decode(&rec); err != nil {
-		return nil, fmt.Errorf("malformed progress record: %w", err)
-	}
-	st := &handlerState{persisted: &rec, started: now}
-	var err error
-	parse := func(p *string, into *time.Time) {
-		if p == nil || err != nil {
-			return
-		}
-		var t time.Time
-		if t, err = parseKopfTime(*p); err == nil {
-			*into = t
-		}
-	}
-	parse(rec.Started, &st.started)
-	parse(rec.Stopped, &st.stopped)
-	parse(rec.Delayed, &st.delayed)
+	rec, err := kopf.DecodeProgress(raw)
 	if err != nil {
 		return nil, err
 	}
+	st := &handlerState{persisted: rec, started: now}
+	at := func(p *string, into *time.Time) {
+		if p != nil {
+			*into, _ = kopf.ParseTime(*p) // DecodeProgress checked that they parse
+		}
+	}
+	at(rec.Started, &st.started)
+	at(rec.Stopped, &st.stopped)
+	at(rec.Delayed, &st.delayed)
 	if rec.Purpose != nil {
 		st.purpose = *rec.Purpose
 	}
 	if rec.Retries != nil {
-		if *rec.Retries < 0 {
-			return nil, fmt.Errorf("malformed progress record: negative retries %d", *rec.Retries)
-		}
 		st.retries = *rec.Retries
 	}
 	st.success = rec.Success != nil && *rec.Success
@@ -99,10 +56,10 @@ func decodeProgress(raw string, now time.Time) (*handlerState, error) {
 }
 
 // record renders the state as kopf stores it: every field kopf writes, booleans and retries always present.
-func (s *handlerState) record() *progressRecord {
+func (s *handlerState) record() *kopf.ProgressRecord {
 	str := func(v string) *string { return &v }
-	rec := &progressRecord{
-		Started: str(formatKopfTime(s.started)),
+	rec := &kopf.ProgressRecord{
+		Started: str(kopf.FormatTime(s.started)),
 		Retries: &s.retries,
 		Success: &s.success,
 		Failure: &s.failure,
@@ -110,10 +67,10 @@ func (s *handlerState) record() *progressRecord {
 	retries, success, failure := s.retries, s.success, s.failure
 	rec.Retries, rec.Success, rec.Failure = &retries, &success, &failure
 	if !s.stopped.IsZero() {
-		rec.Stopped = str(formatKopfTime(s.stopped))
+		rec.Stopped = str(kopf.FormatTime(s.stopped))
 	}
 	if !s.delayed.IsZero() {
-		rec.Delayed = str(formatKopfTime(s.delayed))
+		rec.Delayed = str(kopf.FormatTime(s.delayed))
 	}
 	if s.purpose != "" {
 		rec.Purpose = str(s.purpose)
@@ -127,14 +84,6 @@ func (s *handlerState) record() *progressRecord {
 	return rec
 }
 
-func encodeProgress(rec *progressRecord) string {
-	b, _ := json.Marshal(rec) // a struct of strings, ints and bools always marshals
-	return string(b)
-}
+func encodeProgress(rec *kopf.ProgressRecord) string { return rec.Encode() }
 
-func sameRecord(a, b *progressRecord) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return encodeProgress(a) == encodeProgress(b)
-}
+func sameRecord(a, b *kopf.ProgressRecord) bool { return kopf.SameProgress(a, b) }

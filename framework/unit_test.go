@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"io"
 	"net"
 	"os"
@@ -191,9 +192,9 @@ func TestEssenceLeavesOutKopfStateAndKubectlAnnotations(t *testing.T) {
 	u.SetAnnotations(map[string]string{"mine.example.com/last-handled-configuration": "{}", "other.example.com/x": "y"})
 	assert.Equal(t, map[string]any{"x": "y"}[""], nil)
 	assert.Equal(t, map[string]any{"other.example.com/x": "y"}, essence(u, "mine.example.com")["metadata"].(map[string]any)["annotations"])
-	assert.Equal(t, map[string]any{"spec": 1}, clearOwn(map[string]any{"spec": 1, "metadata": map[string]any{"annotations": map[string]any{"mine.example.com/a": "b"}}}, "mine.example.com"))
+	assert.Equal(t, map[string]any{"spec": 1}, kopf.ClearOwn(map[string]any{"spec": 1, "metadata": map[string]any{"annotations": map[string]any{"mine.example.com/a": "b"}}}, "mine.example.com"))
 	u.SetAnnotations(map[string]string{"team.example.com/owner": "radio"})
-	assert.True(t, sameEssence(essence(u, "mine.example.com"), map[string]any{
+	assert.True(t, kopf.SameEssence(essence(u, "mine.example.com"), map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{"team.example.com/owner": "radio"}, "labels": map[string]any{"app": "a"}},
 		"spec":     map[string]any{"a": 1.0},
 	}), "1 and 1.0 are the same essence")

@@ -8,7 +8,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
+
+// Request and HostRequest are a request's validated spec (package spec).
+type (
+	Request     = spec.Request
+	HostRequest = spec.HostRequest
+)
+
+// ParseRequest validates a request's spec; reserved are selector keys the inventory owns.
+func ParseRequest(s map[string]any, reserved map[string]bool) (Request, error) {
+	return spec.Parse(s, reserved)
+}
 
 // Hosts is the inventory step of the chain: claim hosts, register them with Metal3, wait until they are
 // available; and release them on delete. Each call makes one observation.

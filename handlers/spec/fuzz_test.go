@@ -1,4 +1,4 @@
-package handlers
+package spec
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func FuzzParseRequest(f *testing.F) {
 		if json.Unmarshal([]byte(raw), &spec) != nil {
 			return
 		}
-		r, err := ParseRequest(spec, reserved)
+		r, err := Parse(spec, reserved)
 		if err != nil {
 			return
 		}

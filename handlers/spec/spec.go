@@ -1,4 +1,7 @@
-package handlers
+// Package spec reads a ProvisioningRequest's spec: the template, the cluster and the hosts it asks for.
+// It is pure (no API access), so it is cheap to test and to fuzz: a client wrote this spec, and the
+// templateParameters are free-form.
+package spec
 
 import (
 	"fmt"
@@ -36,10 +39,10 @@ func (r Request) Total() int {
 	return n
 }
 
-// ParseRequest validates a spec on its shape (mappings, not concrete Go types: the Python operator's
+// Parse validates a spec on its shape (mappings, not concrete Go types: the Python operator's
 // isinstance(dict) check rejected every real request). reserved are selector keys the inventory owns.
 // The error is the reason shown in "Provisioning request validation failed; reason: …".
-func ParseRequest(spec map[string]any, reserved map[string]bool) (Request, error) {
+func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 	var r Request
 	if spec == nil {
 		return r, fmt.Errorf("spec is missing")

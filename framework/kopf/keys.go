@@ -1,4 +1,8 @@
-package framework
+// Package kopf is kopf's persisted state, byte-compatible: the annotation keys (V1 and V2 forms), the
+// per-handler progress records and the diff-base ("last handled configuration"). An object handled by a
+// kopf operator with the same prefix resumes here, and back. It is pure (no API access), so it is cheap to
+// test and to fuzz: anyone with patch rights can write these annotations.
+package kopf
 
 import (
 	"encoding/base64"
@@ -17,15 +21,15 @@ import (
 // kopf's V1 hashes the safe key and V2 the raw one; that asymmetry is kopf's and is kept.
 const maxNameLength = 63
 
-// keyNamer forms annotation keys under one prefix.
-type keyNamer struct {
-	prefix string
+// Namer forms annotation keys under one prefix.
+type Namer struct {
+	Prefix string
 }
 
-// keys returns the V2 key first, then the V1 key when it differs; reads try them in that order.
-func (n keyNamer) keys(name string) []string {
-	v2 := n.v2(name)
-	v1 := n.v1(name)
+// Keys returns the V2 key first, then the V1 key when it differs; reads try them in that order.
+func (n Namer) Keys(name string) []string {
+	v2 := n.V2(name)
+	v1 := n.V1(name)
 	if v1 == v2 {
 		return []string{v2}
 	}
@@ -36,24 +40,26 @@ var safeReplacer = strings.NewReplacer("/", ".", "<", "_", ">", "_")
 
 func safeKey(name string) string { return safeReplacer.Replace(name) }
 
-// keyCache memoizes keys per name: a pass asks for the same few (handler ids, the diff-base) every time.
-type keyCache struct {
-	namer keyNamer
+// KeyCache memoizes keys per name: a pass asks for the same few (handler ids, the diff-base) every time.
+type KeyCache struct {
+	Namer Namer
 	m     sync.Map // name → []string
 }
 
-func (c *keyCache) keys(name string) []string {
+// Keys is Namer.Keys, memoized.
+func (c *KeyCache) Keys(name string) []string {
 	if v, ok := c.m.Load(name); ok {
 		return v.([]string)
 	}
-	k := c.namer.keys(name)
+	k := c.Namer.Keys(name)
 	c.m.Store(name, k)
 	return k
 }
 
-func (n keyNamer) v1(name string) string {
+// V1 cuts the whole key to 63 characters (kopf's first form).
+func (n Namer) V1(name string) string {
 	safe := safeKey(name)
-	prefix := n.prefix + "/"
+	prefix := n.Prefix + "/"
 	suffix := ""
 	if len(safe) > maxNameLength-len(prefix) {
 		suffix = hashSuffix(safe)
@@ -65,8 +71,9 @@ func (n keyNamer) v1(name string) string {
 	return prefix + cut(safe, limit) + suffix
 }
 
-func (n keyNamer) v2(name string) string {
-	prefix := n.prefix + "/"
+// V2 cuts only the name part to 63 characters.
+func (n Namer) V2(name string) string {
+	prefix := n.Prefix + "/"
 	suffix := ""
 	if len(name) > maxNameLength {
 		suffix = hashSuffix(name)
