@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 func TestListIsEmptyWithoutRequestsAndSortedWithThem(t *testing.T) {
@@ -212,7 +214,7 @@ func TestPostNeedsAJSONOrYAMLContentType(t *testing.T) {
 func TestPostOfMoreThanOneMebibyteIs413(t *testing.T) {
 	e := newEnv(t)
 	big := `{"provisioningRequestId":"` + e.id("big") + `","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c","pad":"` +
-		strings.Repeat("x", maxBodyBytes) + `"}}`
+		strings.Repeat("x", query.MaxBodyBytes) + `"}}`
 	x := e.do(http.MethodPost, collectionPath, []byte(big))
 	require.Equal(t, http.StatusRequestEntityTooLarge, x.code())
 	require.Zero(t, e.apiCalls.Load())

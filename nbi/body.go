@@ -1,234 +1,44 @@
 package nbi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"math"
-	"mime"
 	"net/http"
-	"sort"
-	"strconv"
-	"strings"
 
-	"sigs.k8s.io/yaml"
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
-// maxBodyBytes bounds a POST or PUT body; a larger one is refused with 413 without being read.
-const maxBodyBytes = 1 << 20
-
-// requestData is a checked ProvisioningRequestData: what becomes the CR's name and spec.
-type requestData struct {
-	id                        string
-	name, description         string
-	templateName, templateVer string
-	templateParameters        map[string]any
-}
-
-// dataFields are the members of the reference's ProvisioningRequestData, in its order.
-var dataFields = []string{"provisioningRequestId", "name", "description", "templateName", "templateVersion", "templateParameters"}
-
 // readBody reads a POST/PUT body: JSON, or YAML since the reference lists application/yaml for every
-// body too. A declared length beyond the bound is refused before reading; an undeclared one stops being
-// read one byte past it.
+// body too (query.BodyMedia). A declared length beyond query.MaxBodyBytes is refused before reading; an
+// undeclared one stops being read one byte past it.
 func readBody(w http.ResponseWriter, r *http.Request) (media string, data []byte, err error) {
-	ct := r.Header.Get("Content-Type")
-	mt, params, perr := mime.ParseMediaType(ct)
-	if perr != nil || (mt != mediaJSON && mt != mediaYAML) {
-		return "", nil, newProblem(http.StatusUnsupportedMediaType,
-			"Content-Type %q is not supported: send application/json or application/yaml", truncate(ct, 100))
+	mt, err := query.BodyMedia(r.Header.Get("Content-Type"))
+	if err != nil {
+		return "", nil, err
 	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return "", nil, newProblem(http.StatusUnsupportedMediaType, "charset %q is not supported: send UTF-8", truncate(cs, 40))
-	}
-	if r.ContentLength > maxBodyBytes {
-		return "", nil, tooLarge()
+	if r.ContentLength > query.MaxBodyBytes {
+		return "", nil, query.TooLarge()
 	}
 	if rec, ok := w.(*recorder); ok {
 		w = rec.ResponseWriter // MaxBytesReader tells the connection to close through the server's own writer
 	}
-	data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	data, err = io.ReadAll(http.MaxBytesReader(w, r.Body, query.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return "", nil, tooLarge()
+		return "", nil, query.TooLarge()
 	case err != nil:
 		return "", nil, newProblem(http.StatusBadRequest, "the body could not be read").withCause(err)
 	}
 	return mt, data, nil
 }
 
-func tooLarge() *problem {
-	return newProblem(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", maxBodyBytes)
-}
-
-// parseRequestData decodes and checks a ProvisioningRequestData body. Every problem is the caller's, so
-// every error is a 400 that says what is wrong. The id's format is left to the caller: POST refuses a bad
-// one with 400, PUT compares it with the path first (422).
-func parseRequestData(media string, data []byte) (requestData, error) {
-	var d requestData
-	if len(bytes.TrimSpace(data)) == 0 {
-		return d, newProblem(http.StatusBadRequest, "the body is empty: send a ProvisioningRequestData object")
-	}
-	if media == mediaYAML {
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return d, newProblem(http.StatusBadRequest, "the body is not valid YAML: %v", err)
-		}
-		data = j
-	}
-	v, err := decodeJSON(data)
+// readData reads and checks a ProvisioningRequestData body; every refusal is a *query.Error (400, 413,
+// 415) or a *problem.
+func (s *Server) readData(w http.ResponseWriter, r *http.Request) (query.RequestData, error) {
+	media, body, err := readBody(w, r)
 	if err != nil {
-		return d, newProblem(http.StatusBadRequest, "the body is not valid JSON: %v", err)
+		return query.RequestData{}, err
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return d, newProblem(http.StatusBadRequest, "the body must be a ProvisioningRequestData object, not %s", jsonType(v))
-	}
-	var unknown, missing, wrong []string
-	known := map[string]bool{}
-	for _, f := range dataFields {
-		known[f] = true
-	}
-	for k := range obj {
-		if !known[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return d, newProblem(http.StatusBadRequest, "unknown field(s) %s: ProvisioningRequestData has %s",
-			truncate(quoteAll(unknown), 300), strings.Join(dataFields, ", "))
-	}
-	text := func(field string, required bool) string {
-		v, present := obj[field]
-		if !present {
-			if required {
-				missing = append(missing, field)
-			}
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			wrong = append(wrong, fmt.Sprintf("%s must be a string, not %s", field, jsonType(v)))
-		}
-		return s
-	}
-	d.id = text("provisioningRequestId", true)
-	d.name = text("name", false)
-	d.description = text("description", false)
-	d.templateName = text("templateName", true)
-	d.templateVer = text("templateVersion", true)
-	if p, present := obj["templateParameters"]; !present {
-		missing = append(missing, "templateParameters")
-	} else if d.templateParameters, ok = p.(map[string]any); !ok {
-		wrong = append(wrong, fmt.Sprintf("templateParameters must be an object, not %s", jsonType(p)))
-	}
-	if len(missing) > 0 {
-		return d, newProblem(http.StatusBadRequest, "missing required field(s): %s", strings.Join(missing, ", "))
-	}
-	if len(wrong) > 0 {
-		return d, newProblem(http.StatusBadRequest, "%s", strings.Join(wrong, "; "))
-	}
-	if err := checkTemplateParameters(d.templateParameters); err != nil {
-		return d, newProblem(http.StatusBadRequest, "%v", err)
-	}
-	return d, nil
-}
-
-// checkTemplateParameters refuses at the door what the provisioning chain would fail the request for
-// (the seed's "POST no clusterName -> 400"): the CAPI templates this operator renders need a clusterName
-// to name the cluster and its package, and labels, when given, become a set-labels configMap.
-func checkTemplateParameters(p map[string]any) error {
-	cn, present := p["clusterName"]
-	if !present {
-		return fmt.Errorf("templateParameters.clusterName is required: the name of the cluster to provision")
-	}
-	if s, ok := cn.(string); !ok || s == "" {
-		return fmt.Errorf("templateParameters.clusterName must be a non-empty string, not %s", jsonType(cn))
-	}
-	if l, present := p["labels"]; present {
-		if _, ok := l.(map[string]any); !ok {
-			return fmt.Errorf("templateParameters.labels must be an object, not %s", jsonType(l))
-		}
-	}
-	return nil
-}
-
-// decodeJSON reads exactly one JSON value, numbers as int64 when they are integers that fit and float64
-// otherwise — the types an unstructured object may hold.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("unexpected data after the top-level value")
-	}
-	return convertNumbers(v)
-}
-
-func convertNumbers(v any) (any, error) {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
-			return i, nil
-		}
-		f, err := strconv.ParseFloat(t.String(), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("number %s is out of range", truncate(t.String(), 40))
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-	case []any:
-		for i, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-	}
-	return v, nil
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// spec is the ProvisioningRequest spec the data stands for. name and description are "" when the SMO
-// gave none: the CRD refuses null and the reference requires both in every answer.
-func (d requestData) spec() map[string]any {
-	return map[string]any{
-		"name":               d.name,
-		"description":        d.description,
-		"templateName":       d.templateName,
-		"templateVersion":    d.templateVer,
-		"templateParameters": d.templateParameters,
-	}
+	return query.ParseRequestData(media, body)
 }

@@ -18,6 +18,10 @@
 // server, so a polling SMO costs the cluster nothing. Writes go to the API server through the dynamic
 // client, each bounded by APITimeout.
 //
+// What a caller sends — a filter and the attribute paths it and the attribute selectors name, a
+// provisioningRequestId, a ProvisioningRequestData body — is read by package query (./query), pure and
+// light so that its fuzz targets build quickly; its refusals carry the status this package answers.
+//
 // # Decisions where the reference is silent or ambiguous
 //
 //   - ProblemDetails.status is a string in the reference (RFC 7807 has an integer): it carries the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -170,6 +171,22 @@ func TestErrorMappingOfUnclassifiedErrors(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, fromAPIError(errClientNotConfigured, "x").code)
 	require.Nil(t, fromAPIError(nil, "x"))
 	require.Equal(t, http.StatusInternalServerError, asProblem(errors.New("bug")).code)
+}
+
+// A refusal of package query is answered with its status and message, and nothing else.
+func TestQueryRefusalsKeepTheirStatusAndMessage(t *testing.T) {
+	for _, err := range []error{query.TooLarge(), &query.Error{Status: http.StatusUnsupportedMediaType, Message: "m"},
+		fmt.Errorf("wrapped: %w", &query.Error{Status: http.StatusBadRequest, Message: "bad"})} {
+		var q *query.Error
+		require.True(t, errors.As(err, &q))
+		p := asProblem(err)
+		require.Equal(t, &problem{code: q.Status, message: q.Message}, p)
+		require.Equal(t, fmt.Sprintf("%d %s", q.Status, q.Message), p.Error())
+		require.NoError(t, p.Unwrap())
+	}
+	p := newProblem(http.StatusBadGateway, "down").withCause(errors.New("dial"))
+	require.Equal(t, "502 down: dial", p.Error())
+	require.EqualError(t, p.Unwrap(), "dial")
 }
 
 func restConfig(host string) *rest.Config { return &rest.Config{Host: host, QPS: 1000, Burst: 1000} }

@@ -3,6 +3,8 @@ package nbi
 import (
 	"fmt"
 	"strings"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // selection is an ETSI GS NFV-SOL 013 clause 5.3 attribute selector (all_fields, fields, exclude_fields,
@@ -97,21 +99,21 @@ func parseFieldList(param, list string, excluding bool) (*pathTree, error) {
 	}
 	tree := &pathTree{}
 	for _, p := range strings.Split(list, ",") {
-		path, err := splitAttrPath(p)
+		path, err := query.SplitAttrPath(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", param, err)
 		}
-		kind, mandatory, err := resolveAttr(path)
+		kind, mandatory, err := query.ResolveAttr(path)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%s: %v", param, err)
-		case kind == simpleAttr:
+		case kind == query.SimpleAttr:
 			return nil, fmt.Errorf("%s: %q is a simple attribute; attribute selectors name complex ones (simple attributes are always included)", param, p)
 		case excluding && mandatory:
 			return nil, fmt.Errorf("exclude_fields: %q is required by ProvisioningRequestInfo and cannot be excluded; only attributes inside provisioningRequestData/templateParameters can", p)
 		}
-		if len(path) >= len(templateParametersPath) && path[0] == templateParametersPath[0] && path[1] == templateParametersPath[1] {
-			tree.add(path[len(templateParametersPath):])
+		if below, ok := query.InTemplateParameters(path); ok {
+			tree.add(below)
 		} else if excluding {
 			return nil, fmt.Errorf("exclude_fields: %q cannot be excluded", p)
 		}

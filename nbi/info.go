@@ -152,7 +152,8 @@ func strs(v any) []string {
 	return out
 }
 
-// attributes is the Info as a generic tree, the form filters and attribute selectors walk. It shares
+// attributes is the Info as a generic tree, the form query.Filter.Match walks; its members are the
+// attribute paths package query checks filters and attribute selectors against. It shares
 // templateParameters with the Store's object: nothing may change it.
 func (i *ProvisioningRequestInfo) attributes() map[string]any {
 	ids := make([]any, len(i.ProvisionedResourceSet.InfrastructureResourceIDs))

@@ -9,12 +9,14 @@ import (
 
 	"go.uber.org/zap"
 	"sigs.k8s.io/yaml"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // Media types the API reads and writes; the reference lists both for every body.
 const (
-	mediaJSON = "application/json"
-	mediaYAML = "application/yaml"
+	mediaJSON = query.MediaJSON
+	mediaYAML = query.MediaYAML
 )
 
 // negotiate picks the answer's media type from an Accept header: YAML when the caller prefers it, JSON

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // A page ends after PageSize items; the next one starts after the last id answered. Items are sorted by
@@ -18,7 +20,7 @@ func encodeMarker(lastID string) string {
 
 func decodeMarker(marker string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(marker)
-	if err != nil || validateRequestID(string(b)) != nil {
+	if err != nil || query.ValidateRequestID(string(b)) != nil {
 		return "", fmt.Errorf("nextpage_opaque_marker %q is not a marker this API handed out", truncate(marker, 80))
 	}
 	return string(b), nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // ProblemDetails is the body of every failed request. The reference types status as a string — the
@@ -58,12 +60,17 @@ func (p *problem) withHeader(key, value string) *problem {
 	return p
 }
 
-// asProblem turns any error into the answer it deserves: a *problem as it is, anything else an
-// unforeseen 500 whose cause is logged and never echoed.
+// asProblem turns any error into the answer it deserves: a *problem as it is, a refusal of what the
+// caller sent (*query.Error) with its status and message, anything else an unforeseen 500 whose cause is
+// logged and never echoed.
 func asProblem(err error) *problem {
 	var p *problem
 	if errors.As(err, &p) {
 		return p
+	}
+	var q *query.Error
+	if errors.As(err, &q) {
+		return &problem{code: q.Status, message: q.Message}
 	}
 	return &problem{code: http.StatusInternalServerError, message: unservable, cause: err}
 }

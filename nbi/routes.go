@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // The API root as the reference spells it, and the lowercase form O2IMS documents, served alike.
@@ -216,9 +218,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "%v", err)
 	}
-	var f filter
+	var f query.Filter
 	if expr, ok := params["filter"]; ok {
-		if f, err = parseFilter(expr); err != nil {
+		if f, err = query.ParseFilter(expr); err != nil {
 			return newProblem(http.StatusBadRequest, "invalid attribute-based filtering expression: %v", err)
 		}
 	}
@@ -246,7 +248,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 
 // page picks the requests after the marker in id order that pass the filter, at most PageSize of them,
 // and reports whether more follow.
-func (s *Server) page(objs []*unstructured.Unstructured, after string, f filter, sel selection) ([]ProvisioningRequestInfo, bool) {
+func (s *Server) page(objs []*unstructured.Unstructured, after string, f query.Filter, sel selection) ([]ProvisioningRequestInfo, bool) {
 	type named struct {
 		name string
 		obj  *unstructured.Unstructured
@@ -261,7 +263,7 @@ func (s *Server) page(objs []*unstructured.Unstructured, after string, f filter,
 	items := make([]ProvisioningRequestInfo, 0, min(len(candidates), s.cfg.PageSize))
 	for _, c := range candidates {
 		info := s.infoOf(c.obj)
-		if f != nil && !f.match(info.attributes()) {
+		if f != nil && !f.Match(info.attributes()) {
 			continue
 		}
 		if len(items) == s.cfg.PageSize {
@@ -279,7 +281,7 @@ func storeUnavailable(err error) *problem {
 // pathID is the id in a named route; one that is not a valid id cannot exist, so it is a 404.
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("provisioningRequestId")
-	if err := validateRequestID(id); err != nil {
+	if err := query.ValidateRequestID(id); err != nil {
 		return "", newProblem(http.StatusNotFound, "provisioning request not found: %v", err)
 	}
 	return id, nil
@@ -309,25 +311,25 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := validateRequestID(data.id); err != nil {
+	if err := query.ValidateRequestID(data.ID); err != nil {
 		return newProblem(http.StatusBadRequest, "%v", err)
 	}
 	if s.dyn == nil {
-		return fromAPIError(errClientNotConfigured, data.id)
+		return fromAPIError(errClientNotConfigured, data.ID)
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": provisioningRequests.GroupVersion().String(),
 		"kind":       provisioningRequestKind,
-		"metadata":   map[string]any{"name": data.id},
-		"spec":       data.spec(),
+		"metadata":   map[string]any{"name": data.ID},
+		"spec":       data.Spec(),
 	}}
 	ctx, cancel := s.ctxAPI(r.Context())
 	defer cancel()
 	created, err := s.dyn.Resource(provisioningRequests).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
-		return fromAPIError(err, data.id)
+		return fromAPIError(err, data.ID)
 	}
-	w.Header().Set("Location", r.URL.Path+"/"+data.id)
+	w.Header().Set("Location", r.URL.Path+"/"+data.ID)
 	s.write(w, r, http.StatusCreated, s.infoOf(created))
 	return nil
 }
@@ -344,15 +346,15 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if data.id != id {
+	if data.ID != id {
 		return newProblem(http.StatusUnprocessableEntity,
 			"provisioningRequestId %q in the body differs from %q in the path: the id of a provisioning request cannot be changed",
-			truncate(data.id, 260), id)
+			truncate(data.ID, 260), id)
 	}
 	if s.dyn == nil {
 		return fromAPIError(errClientNotConfigured, id)
 	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": data.spec()}})
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": data.Spec()}})
 	if err != nil {
 		return err
 	}
@@ -386,12 +388,4 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusAccepted)
 	return nil
-}
-
-func (s *Server) readData(w http.ResponseWriter, r *http.Request) (requestData, error) {
-	media, body, err := readBody(w, r)
-	if err != nil {
-		return requestData{}, err
-	}
-	return parseRequestData(media, body)
 }

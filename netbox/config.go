@@ -3,10 +3,11 @@ package netbox
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox/selector"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -61,9 +62,6 @@ type Config struct {
 	Timeout   time.Duration // NETBOX_TIMEOUT (seconds): per HTTP attempt, default 10s
 	Fields    FieldNames    // NETBOX_FIELD_*: fixed custom field names
 }
-
-// NetBox custom field names: ^[a-z0-9_]+$ (extras.models.CustomField.name).
-var fieldNameRE = regexp.MustCompile(`^[a-z0-9_]+$`)
 
 // ConfigFromEnv reads the NETBOX_* variables. ok is false when NETBOX_URL is
 // unset or blank (NetBox not configured). A bad value gives a one-line error
@@ -129,7 +127,7 @@ func (c Config) Validate() error {
 	}
 	seen := map[string]string{}
 	for _, n := range names {
-		if !fieldNameRE.MatchString(n.v) || len(n.v) > 50 {
+		if !selector.IsFieldName(n.v) {
 			return configErr("%s must be a NetBox custom field name (lowercase letters, digits, underscores; at most 50)", n.env)
 		}
 		if other, dup := seen[n.v]; dup {

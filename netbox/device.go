@@ -2,7 +2,6 @@ package netbox
 
 import (
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 
@@ -150,35 +149,3 @@ func (c *Client) deviceFromLenient(l *lenientDevice) *Device {
 }
 
 func decodeLenient(body []byte, v any) error { return json.Unmarshal(body, v) }
-
-// selectValue returns a select field's value whether NetBox rendered it as a
-// plain string (4.6) or as {"value", "label"} (4.7).
-func selectValue(v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case map[string]any:
-		s, ok := x["value"].(string)
-		return s, ok
-	}
-	return "", false
-}
-
-// integerValue accepts the float64 encoding/json produces, or a json.Number.
-func integerValue(v any) (int64, bool) {
-	switch x := v.(type) {
-	case float64:
-		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > 1<<53 {
-			return 0, false
-		}
-		return int64(x), true
-	case json.Number:
-		n, err := x.Int64()
-		return n, err == nil
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	}
-	return 0, false
-}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox/selector"
 )
 
 // The object type every field we use must be assigned to.
@@ -33,11 +35,11 @@ func (f fieldInfo) onDevice() bool {
 }
 
 // Selector keys may name capability fields of these types only.
-var selectorTypes = map[string]valueKind{
-	"text":    kindString,
-	"select":  kindString,
-	"integer": kindInt,
-	"boolean": kindBool,
+var selectorTypes = map[string]selector.Kind{
+	"text":    selector.KindString,
+	"select":  selector.KindString,
+	"integer": selector.KindInt,
+	"boolean": selector.KindBool,
 }
 
 // CheckSchema reads all custom fields on dcim.device and checks the fixed
@@ -52,7 +54,7 @@ func (c *Client) CheckSchema(ctx context.Context, sel Selector) error {
 	return c.checkSchema(ctx, norm)
 }
 
-func (c *Client) checkSchema(ctx context.Context, sel map[string]selValue) error {
+func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value) error {
 	fields, err := c.listCustomFields(ctx)
 	if err != nil {
 		return err
@@ -95,8 +97,8 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selValue) error
 			problems = append(problems, fmt.Sprintf("selector key %s: field type %s is not supported (text, select, integer, boolean)", k, f.typ))
 		case f.filterLogic != "exact":
 			problems = append(problems, fmt.Sprintf("selector key %s: field has filter_logic %s, want exact", k, f.filterLogic))
-		case sel[k].kind != want:
-			problems = append(problems, fmt.Sprintf("selector key %s: field is %s, value is %s", k, f.typ, sel[k].kind))
+		case sel[k].Kind() != want:
+			problems = append(problems, fmt.Sprintf("selector key %s: field is %s, value is %s", k, f.typ, sel[k].Kind()))
 		}
 	}
 	if len(problems) > 0 {

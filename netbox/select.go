@@ -5,6 +5,8 @@ import (
 	"net/url"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox/selector"
 )
 
 // FindFreeHost returns a free pool device matching sel, skipping the ids in
@@ -77,25 +79,19 @@ func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32
 	return nil, newError(KindProtocol, "find", "device list does not end")
 }
 
-// deviceFilters: pool flag true, owner empty, one exact filter per selector key.
-// status=staged is set through go-netbox's own builder.
-func (c *Client) deviceFilters(sel map[string]selValue) url.Values {
-	q := url.Values{}
-	q.Set("cf_"+c.cfg.Fields.Managed, "true")
-	q.Set("cf_"+c.cfg.Fields.RequestUID+"__empty", "true")
-	for k, v := range sel {
-		q.Set("cf_"+k, v.query())
-	}
-	return q
+// deviceFilters: pool flag true, owner empty, one exact filter per selector key
+// (selector.Filters). status=staged is set through go-netbox's own builder.
+func (c *Client) deviceFilters(sel map[string]selector.Value) url.Values {
+	return selector.Filters(c.cfg.Fields.Managed, c.cfg.Fields.RequestUID, sel)
 }
 
 // candidate is the client-side re-check of a listed row.
-func (c *Client) candidate(d *Device, sel map[string]selValue) bool {
+func (c *Client) candidate(d *Device, sel map[string]selector.Value) bool {
 	if !d.Free() {
 		return false
 	}
 	for k, v := range sel {
-		if !v.matches(d.Custom[k]) {
+		if !v.Matches(d.Custom[k]) {
 			return false
 		}
 	}

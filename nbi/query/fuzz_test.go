@@ -1,14 +1,13 @@
-package nbi
+package query
 
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -26,30 +25,87 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(seed), strings.HasPrefix(seed, "{") || seed == "[]" || seed == "null")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, asJSON bool) {
-		media := mediaYAML
+		media := MediaYAML
 		if asJSON {
-			media = mediaJSON
+			media = MediaJSON
 		}
-		d, err := parseRequestData(media, data)
+		d, err := ParseRequestData(media, data)
 		if err != nil {
-			var p *problem
-			if !errors.As(err, &p) || p.code != http.StatusBadRequest {
+			var e *Error
+			if !errors.As(err, &e) || e.Status != statusBadRequest {
 				t.Fatalf("a refusal that is not a 400: %v", err)
 			}
 			return
 		}
-		if d.templateParameters == nil {
+		if d.TemplateParameters == nil {
 			t.Fatal("accepted without templateParameters")
 		}
-		if cn, _ := d.templateParameters["clusterName"].(string); cn == "" {
+		if cn, _ := d.TemplateParameters["clusterName"].(string); cn == "" {
 			t.Fatal("accepted without a clusterName")
 		}
-		spec := d.spec()
-		_ = runtime.DeepCopyJSONValue(spec) // panics on any value an unstructured object cannot hold
+		spec := d.Spec()
+		if err := unstructuredValue(spec); err != nil {
+			t.Fatalf("an accepted spec holds what an unstructured object cannot: %v", err)
+		}
 		if _, err := json.Marshal(spec); err != nil {
 			t.Fatalf("an accepted spec does not encode: %v", err)
 		}
 	})
+}
+
+// unstructuredValue checks that v holds only what an unstructured object may (what apimachinery's
+// runtime.DeepCopyJSONValue accepts rather than panics on): objects, arrays, strings, booleans, null,
+// int64 and finite float64 — the latter being stricter, as JSON has no NaN or infinity.
+func unstructuredValue(v any) error {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if err := unstructuredValue(e); err != nil {
+				return errors.New(k + ": " + err.Error())
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if err := unstructuredValue(e); err != nil {
+				return err
+			}
+		}
+	case string, bool, int64, nil:
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return errors.New("a float that is not finite")
+		}
+	default:
+		return errors.New("a value of type " + jsonType(v))
+	}
+	return nil
+}
+
+// fuzzInfo is the Info of a request as package nbi hands it to Filter.Match (its attributes()): fresh,
+// with a few template parameters of each shape.
+func fuzzInfo() map[string]any {
+	return map[string]any{
+		"provisioningRequestData": map[string]any{
+			"provisioningRequestId": "fuzz",
+			"name":                  "",
+			"description":           "",
+			"templateName":          "t",
+			"templateVersion":       "v",
+			"templateParameters": map[string]any{
+				"clusterName": "c", "replicas": int64(3), "nodes": []any{map[string]any{"name": "n"}},
+			},
+		},
+		"provisioningRequestReference": "uid-fuzz",
+		"status": map[string]any{
+			"updateTime":        "2026-11-30T09:00:00Z",
+			"message":           "",
+			"provisioningPhase": "PENDING",
+		},
+		"provisionedResourceSet": map[string]any{
+			"nodeClusterId":             "",
+			"infrastructureResourceIds": []any{},
+		},
+	}
 }
 
 // FuzzParseFilter: parsing never panics, and whatever parses renders to an expression that parses back
@@ -64,19 +120,19 @@ func FuzzParseFilter(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	info := (&Server{log: nopLogger()}).infoOf(prObject("fuzz", map[string]any{
-		"templateName": "t", "templateVersion": "v",
-		"templateParameters": map[string]any{"clusterName": "c", "replicas": int64(3), "nodes": []any{map[string]any{"name": "n"}}},
-	}, nil))
-	attrs := info.attributes()
+	attrs := fuzzInfo()
 	f.Fuzz(func(t *testing.T, expr string) {
-		parsed, err := parseFilter(expr)
+		parsed, err := ParseFilter(expr)
 		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Status != statusBadRequest {
+				t.Fatalf("a refusal that is not a 400: %v", err)
+			}
 			return
 		}
-		_ = parsed.match(attrs)
+		_ = parsed.Match(attrs)
 		rendered := parsed.String()
-		again, err := parseFilter(rendered)
+		again, err := ParseFilter(rendered)
 		if err != nil {
 			t.Fatalf("%q parsed, but its rendering %q does not: %v", expr, rendered, err)
 		}
@@ -102,7 +158,7 @@ func FuzzRequestID(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		err := validateRequestID(id)
+		err := ValidateRequestID(id)
 		want := len(id) <= 253 && rfc1123Subdomain.MatchString(id)
 		for _, l := range strings.Split(id, ".") {
 			want = want && len(l) <= 63

@@ -1,17 +1,18 @@
-package nbi
+package query
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestRequestIDs(t *testing.T) {
 	label63 := strings.Repeat("a", 63)
 	max253 := strings.Join([]string{label63, label63, label63, strings.Repeat("b", 61)}, ".") // 63*3+3+61 = 253
-	require.Len(t, max253, 253)
+	if len(max253) != 253 {
+		t.Fatalf("max253 is %d long", len(max253))
+	}
 	for id, want := range map[string]string{
 		"edge-1":              "",
 		"a":                   "",
@@ -39,12 +40,16 @@ func TestRequestIDs(t *testing.T) {
 		"ü":                   "must start",
 		"a\x00b":              "may contain only",
 	} {
-		err := validateRequestID(id)
+		err := ValidateRequestID(id)
 		if want == "" {
-			require.NoError(t, err, id)
-			require.Empty(t, validation.IsDNS1123Subdomain(id), "the API server takes %q too", id)
+			if err != nil {
+				t.Errorf("%q: %v", id, err)
+			}
+			if errs := validation.IsDNS1123Subdomain(id); len(errs) > 0 {
+				t.Errorf("the API server refuses %q: %v", id, errs)
+			}
 			continue
 		}
-		require.ErrorContains(t, err, want, "%q", id)
+		wantError(t, err, statusBadRequest, want, "%q", id)
 	}
 }

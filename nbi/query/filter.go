@@ -1,4 +1,4 @@
-package nbi
+package query
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// filter is an ETSI GS NFV-SOL 013 clause 5.2 attribute-based filter: conditions that must all hold
+// Filter is an ETSI GS NFV-SOL 013 clause 5.2 attribute-based filter: conditions that must all hold
 // ("(op,attr,value)" expressions joined by ';').
-type filter []condition
+type Filter []condition
 
 // condition is one "(op,attr/path,value[,value…])" expression.
 type condition struct {
@@ -27,15 +27,24 @@ var filterOps = map[string]bool{
 
 const filterOpNames = "eq, neq, gt, lt, gte, lte, cont, ncont, in, nin"
 
-// parseFilter reads a filter expression. A value containing ',', ')' or '\” is enclosed in single
+// ParseFilter reads a filter expression. A value containing ',', ')' or '\” is enclosed in single
 // quotes, a quote inside doubled (”); an unquoted value runs to the next ',' or ')'. Attribute paths are
 // checked against the reference's ProvisioningRequestInfo; anything inside templateParameters is allowed.
-func parseFilter(s string) (filter, error) {
+// A refusal is a 400 *Error saying what is wrong and where.
+func ParseFilter(s string) (Filter, error) {
+	f, err := parseFilter(s)
+	if err != nil {
+		return nil, badRequest(err)
+	}
+	return f, nil
+}
+
+func parseFilter(s string) (Filter, error) {
 	if s == "" {
 		return nil, fmt.Errorf("filter is empty")
 	}
 	p := &filterParser{s: s}
-	var f filter
+	var f Filter
 	for {
 		c, err := p.condition()
 		if err != nil {
@@ -77,7 +86,7 @@ func (p *filterParser) condition() (condition, error) {
 	}
 	start := p.pos
 	attr := p.token()
-	path, err := splitAttrPath(attr)
+	path, err := SplitAttrPath(attr)
 	if err != nil {
 		p.pos = start
 		return c, p.errorf("%v", err)
@@ -88,12 +97,12 @@ func (p *filterParser) condition() (condition, error) {
 			return c, p.errorf("attribute name %q may not contain '(', ')', ';' or a quote", seg)
 		}
 	}
-	kind, _, err := resolveAttr(path)
+	kind, _, err := ResolveAttr(path)
 	if err != nil {
 		p.pos = start
 		return c, p.errorf("%v", err)
 	}
-	if kind == objectAttr {
+	if kind == ObjectAttr {
 		p.pos = start
 		return c, p.errorf("%q is an object; a filter compares simple attributes (or arrays of them)", attr)
 	}
@@ -172,8 +181,8 @@ func (p *filterParser) value() (string, error) {
 	return p.s[start:p.pos], nil
 }
 
-// String renders the filter so that parseFilter reads it back to the same conditions.
-func (f filter) String() string {
+// String renders the filter so that ParseFilter reads it back to the same conditions.
+func (f Filter) String() string {
 	var b strings.Builder
 	for i, c := range f {
 		if i > 0 {
@@ -198,8 +207,9 @@ func (f filter) String() string {
 	return b.String()
 }
 
-// match reports whether an Info (as attributes()) satisfies every condition.
-func (f filter) match(attrs map[string]any) bool {
+// Match reports whether a ProvisioningRequestInfo, as a generic tree (objects as map[string]any, arrays
+// as []any or []string, numbers as int64 or float64), satisfies every condition.
+func (f Filter) Match(attrs map[string]any) bool {
 	for _, c := range f {
 		if !c.match(attrs) {
 			return false

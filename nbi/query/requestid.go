@@ -1,4 +1,4 @@
-package nbi
+package query
 
 import (
 	"fmt"
@@ -11,21 +11,22 @@ const (
 	maxLabelLength     = 63  // each of its dot-separated labels
 )
 
-// validateRequestID checks that id is a lowercase RFC 1123 subdomain: at most 253 characters of
+// ValidateRequestID checks that id is a lowercase RFC 1123 subdomain: at most 253 characters of
 // dot-separated labels, each 1 to 63 characters of [a-z0-9-] that start and end alphanumeric. Checking
 // label by label refuses "a.-b" here instead of sending it to the API server to be refused there; it is
-// stricter than the API server (which does not bound labels), never looser.
-func validateRequestID(id string) error {
+// stricter than the API server (which does not bound labels), never looser. A refusal is a 400 *Error
+// (a caller naming a request by an impossible id in the path answers 404 instead: nothing has it).
+func ValidateRequestID(id string) error {
 	if id == "" {
-		return fmt.Errorf("provisioningRequestId is empty")
+		return errorf(statusBadRequest, "provisioningRequestId is empty")
 	}
 	if len(id) > maxRequestIDLength {
-		return fmt.Errorf("provisioningRequestId is %d characters long; at most %d are allowed",
+		return errorf(statusBadRequest, "provisioningRequestId is %d characters long; at most %d are allowed",
 			len(id), maxRequestIDLength)
 	}
 	for i, label := range strings.Split(id, ".") {
 		if err := validateLabel(label); err != nil {
-			return fmt.Errorf("provisioningRequestId %q is not a lowercase RFC 1123 subdomain: label %d %s",
+			return errorf(statusBadRequest, "provisioningRequestId %q is not a lowercase RFC 1123 subdomain: label %d %s",
 				id, i+1, err)
 		}
 	}

@@ -1,0 +1,10 @@
+// Package query reads what a caller of the northbound API sends, without serving anything: the SOL013
+// attribute-based filter of a list (and the ProvisioningRequestInfo attribute paths it and the attribute
+// selectors are checked against), the provisioningRequestId, and the ProvisioningRequestData body of a
+// POST or PUT, JSON or YAML.
+//
+// It is pure and imports only the standard library and sigs.k8s.io/yaml, so that its fuzz targets build
+// quickly: go test -fuzz instruments every package of the test binary. Every refusal is an *Error that
+// carries the HTTP status the API answers it with and the message the caller reads; package nbi turns it
+// into ProblemDetails.
+package query
