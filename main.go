@@ -285,6 +285,8 @@ func checkNetBox(ctx context.Context, check func(context.Context) error, patienc
 // refuses (503) rather than answer an empty list.
 type cacheStore struct{ op *framework.Operator }
 
+var _ nbi.RevisionedStore = cacheStore{}
+
 var errNotSynced = errors.New("the operator's cache of provisioning requests is not synced yet")
 
 func (s cacheStore) List() ([]*unstructured.Unstructured, error) {
@@ -292,6 +294,11 @@ func (s cacheStore) List() ([]*unstructured.Unstructured, error) {
 		return nil, errNotSynced
 	}
 	return s.op.Cache().List(handlers.ProvisioningRequestGVR, "")
+}
+
+// Revision lets the NBI keep a list's id order between pages until the cache changes.
+func (s cacheStore) Revision() (uint64, error) {
+	return s.op.Cache().Revision(handlers.ProvisioningRequestGVR)
 }
 
 func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,16 +15,52 @@ import (
 type Cache struct {
 	mu        sync.RWMutex
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	revisions map[schema.GroupVersionResource]*revision
+}
+
+// revision counts the changes one informer has delivered; err is why it cannot (never, in practice).
+type revision struct {
+	n   atomic.Uint64
+	err error
 }
 
 func newCache() *Cache {
-	return &Cache{informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+	return &Cache{
+		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		revisions: map[schema.GroupVersionResource]*revision{},
+	}
 }
 
 func (c *Cache) add(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) {
+	rev := &revision{}
+	bump := func() { rev.n.Add(1) }
+	_, rev.err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { bump() },
+		UpdateFunc: func(any, any) { bump() },
+		DeleteFunc: func(any) { bump() },
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.informers[gvr] = inf
+	c.revisions[gvr] = rev
+}
+
+// Revision counts the changes the cache of a resource has taken in. It moves after the cache changed
+// (an informer notifies its handlers after updating its store), so a reader that reads it before List
+// and finds it unchanged later knows that what List answered is still current, bar a change being
+// delivered at that moment — the staleness of any informer read. The NBI sorts a list's ids once per
+// revision instead of once per page.
+func (c *Cache) Revision(gvr schema.GroupVersionResource) (uint64, error) {
+	c.mu.RLock()
+	rev, ok := c.revisions[gvr]
+	c.mu.RUnlock()
+	if !ok {
+		return 0, fmt.Errorf("framework: %s is not watched; register it with Watch or Related", gvr)
+	}
+	if rev.err != nil {
+		return 0, fmt.Errorf("framework: %s changes cannot be counted: %w", gvr, rev.err)
+	}
+	return rev.n.Load(), nil
 }
 
 func (c *Cache) informer(gvr schema.GroupVersionResource) (cache.SharedIndexInformer, error) {

@@ -3,7 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
-	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -457,4 +460,60 @@ func TestMalformedProgressDoesNotCrashOrBlock(t *testing.T) {
 	}, "the object stayed blocked")
 	assert.Len(t, log.of("create_fn", "m1"), 1)
 	assert.True(t, hasEvent(events(t, "default", "m1"), corev1.EventTypeWarning, EventStateUnreadable, "unreadable"))
+}
+
+// The cache's revision tells a reader whether what List answered may be stale, so the NBI's sorted view
+// of a list is rebuilt after a create, an update and a delete.
+func TestCacheRevisionMovesWhenListIsBehind(t *testing.T) {
+	t.Parallel()
+	label := "revision"
+	to := newTestOperator(t, label, Options{}, func(*Operator, *Watch) {})
+	_, err := to.op.Cache().Revision(schema.GroupVersionResource{Group: "nowhere", Version: "v1", Resource: "things"})
+	require.Error(t, err, "an unwatched resource has no revision")
+	to.start(t)
+	cache := to.op.Cache()
+	revision := func() uint64 {
+		r, err := cache.Revision(widgetGVR)
+		require.NoError(t, err)
+		return r
+	}
+	listed := func(name string) bool {
+		objs, err := cache.List(widgetGVR, "")
+		require.NoError(t, err)
+		for _, o := range objs {
+			if o.GetName() == name {
+				return true
+			}
+		}
+		return false
+	}
+	// What the NBI relies on: a revision read before a List that does not show a change yet moves
+	// after that List, so a view keyed by the revision is rebuilt. Other writers (the framework marks a
+	// created widget handled) may move it too; that costs a rebuild, never a stale view.
+	step := func(what string, change func(), visible func() bool) {
+		change()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			r := revision()
+			if visible() {
+				return
+			}
+			eventually(t, time.Until(deadline), func() bool { return revision() != r },
+				"the cache does not show %s yet and its revision %d never moves again", what, r)
+		}
+	}
+	name := fmt.Sprintf("rev-%d", time.Now().UnixNano())
+	step("a create", func() { create(t, widget(label, name, map[string]any{"a": "1"})) },
+		func() bool { return listed(name) })
+	step("an update", func() {
+		_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Patch(context.Background(), name,
+			types.MergePatchType, []byte(`{"spec":{"a":"2"}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}, func() bool {
+		u, found, err := cache.Get(widgetGVR, "", name)
+		return err == nil && found && u.Object["spec"].(map[string]any)["a"] == "2"
+	})
+	step("a delete", func() {
+		require.NoError(t, kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	}, func() bool { return !listed(name) })
 }

@@ -23,6 +23,7 @@ import (
 type memStore struct {
 	mu      sync.Mutex
 	objs    map[string]*unstructured.Unstructured
+	rev     uint64 // moves on every put and remove: a RevisionedStore
 	err     error
 	panic   bool
 	block   chan struct{} // List waits for it when set (a request in flight)
@@ -41,13 +42,24 @@ func (s *memStore) put(o *unstructured.Unstructured) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs[o.GetName()] = o
+	s.rev++
 }
 
 func (s *memStore) remove(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.objs, name)
+	s.rev++
 }
+
+func (s *memStore) Revision() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev, s.err
+}
+
+// plainStore hides a store's Revision: every list sorts afresh.
+type plainStore struct{ Store }
 
 func (s *memStore) List() ([]*unstructured.Unstructured, error) {
 	s.mu.Lock()

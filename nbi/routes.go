@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"path"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -228,50 +227,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
-	after := ""
+	marker := ""
 	if m, ok := params["nextpage_opaque_marker"]; ok {
-		if after, err = decodeMarker(m); err != nil {
+		if marker, err = decodeMarker(m); err != nil {
 			return newProblem(http.StatusBadRequest, "%v", err)
 		}
 	}
-	objs, err := s.store.List()
+	sorted, err := s.sorted()
 	if err != nil {
 		return storeUnavailable(err)
 	}
-	page, more := s.page(objs, after, f, sel)
+	page, more := s.page(sorted, marker, f, sel)
 	if more {
 		w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(page[len(page)-1].ProvisioningRequestData.ProvisioningRequestID)))
 	}
 	s.write(w, r, http.StatusOK, ProvisioningRequestList{Items: page})
 	return nil
-}
-
-// page picks the requests after the marker in id order that pass the filter, at most PageSize of them,
-// and reports whether more follow.
-func (s *Server) page(objs []*unstructured.Unstructured, after string, f query.Filter, sel selection) ([]ProvisioningRequestInfo, bool) {
-	type named struct {
-		name string
-		obj  *unstructured.Unstructured
-	}
-	candidates := make([]named, 0, len(objs))
-	for _, o := range objs {
-		if n := o.GetName(); n > after {
-			candidates = append(candidates, named{n, o})
-		}
-	}
-	sort.Slice(candidates, func(i, j int) bool { return candidates[i].name < candidates[j].name })
-	items := make([]ProvisioningRequestInfo, 0, min(len(candidates), s.cfg.PageSize))
-	for _, c := range candidates {
-		info := s.infoOf(c.obj)
-		if f != nil && !f.Match(info.attributes()) {
-			continue
-		}
-		if len(items) == s.cfg.PageSize {
-			return items, true
-		}
-		items = append(items, sel.apply(info))
-	}
-	return items, false
 }
 
 func storeUnavailable(err error) *problem {

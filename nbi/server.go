@@ -28,6 +28,15 @@ type Store interface {
 	Get(name string) (*unstructured.Unstructured, bool, error)
 }
 
+// RevisionedStore is a Store that can tell whether List's answer may have changed: the id order a
+// list walks is then sorted once per change rather than once per page (see byID).
+type RevisionedStore interface {
+	Store
+	// Revision moves after every change List would show: read before List, a value that has not
+	// moved since means that List's answer is still current.
+	Revision() (uint64, error)
+}
+
 // Server is the O2ims_infrastructureProvisioning northbound API.
 type Server struct {
 	cfg     Config
@@ -39,6 +48,7 @@ type Server struct {
 	certs   *certReloader  // nil without TLS
 	mux     *http.ServeMux
 	handler http.Handler
+	order   byID
 
 	mu       sync.Mutex
 	srv      *http.Server

@@ -106,6 +106,34 @@ type info struct {
 	} `json:"provisionedResourceSet"`
 }
 
+// listed answers the NBI's whole list, id → phase, following its pages.
+func listed(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	next := operator.NBIURL + nbiBase
+	for next != "" {
+		code, hdr, b := call(t, http.MethodGet, next, nil)
+		require.Equal(t, http.StatusOK, code, string(b))
+		var page struct {
+			Items []struct {
+				Data struct {
+					ID string `json:"provisioningRequestId"`
+				} `json:"provisioningRequestData"`
+				info
+			} `json:"items"`
+		}
+		require.NoError(t, json.Unmarshal(b, &page))
+		for _, it := range page.Items {
+			out[it.Data.ID] = it.Status.Phase
+		}
+		next = ""
+		if link := hdr.Get("Link"); link != "" {
+			next = operator.NBIURL + strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	return out
+}
+
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
 	kubeapi.Eventually(t, timeout, cond, format, args...)
@@ -138,6 +166,10 @@ func TestShippedRBACCarriesARequestWithHostsFromTheNBIToFulfilledAndThroughDelet
 	require.Equal(t, "FULFILLED", got.Status.Phase, got.Status.Message)
 	assert.Len(t, got.Set.Infra, 2)
 	assert.NotEmpty(t, got.Set.Cluster)
+	// The list keeps its id order between pages until the cache changes; it answers the request as the
+	// named GET does, not as it was when the order was last sorted.
+	eventually(t, 10*time.Second, func() bool { return listed(t)["e2e-1"] == "FULFILLED" },
+		"the list never answered the request as fulfilled: %v", listed(t))
 
 	out, err := st.KubectlRun(ctx, "get", "provisioningrequests")
 	require.NoError(t, err, out)
@@ -156,6 +188,8 @@ func TestShippedRBACCarriesARequestWithHostsFromTheNBIToFulfilledAndThroughDelet
 		c, _, _ := call(t, http.MethodGet, operator.NBIURL+nbiBase+"/e2e-1", nil)
 		return c == http.StatusNotFound
 	}, "never gone")
+	eventually(t, 10*time.Second, func() bool { _, in := listed(t)["e2e-1"]; return !in },
+		"the list still answers the deleted request: %v", listed(t))
 	for _, d := range st.NetBox.Devices() {
 		assert.Equal(t, "staged", d.Status, "device %d back in the pool", d.ID)
 		assert.Nil(t, d.Custom["o2ims_request_uid"], "device %d unowned", d.ID)
