@@ -124,6 +124,9 @@ func parseFieldList(param, list string, excluding bool) (*pathTree, error) {
 
 // apply answers the Info as the selection wants it; nothing shared with the Store is changed (the
 // templateParameters that differ are new maps).
+// complete reports whether the selection answers the complete Info (no fields, no exclude_fields).
+func (sel selection) complete() bool { return sel.fields == nil && sel.exclude == nil }
+
 func (sel selection) apply(info ProvisioningRequestInfo) ProvisioningRequestInfo {
 	params := info.ProvisioningRequestData.TemplateParameters
 	switch {

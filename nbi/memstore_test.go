@@ -3,6 +3,7 @@ package nbi
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -41,8 +42,11 @@ func newMemStore(objs ...*unstructured.Unstructured) *memStore {
 func (s *memStore) put(o *unstructured.Unstructured) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.objs[o.GetName()] = o
 	s.rev++
+	// As the API server does, every write is a new resourceVersion (the NBI keys encodings by it).
+	o = o.DeepCopy()
+	o.SetResourceVersion(strconv.FormatUint(s.rev, 10))
+	s.objs[o.GetName()] = o
 }
 
 func (s *memStore) remove(name string) {

@@ -93,6 +93,11 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, code int, body an
 		}
 		data, code, media = []byte(`{"status":"`+unservable+`"}`+"\n"), http.StatusInternalServerError, mediaJSON
 	}
+	writeEncoded(w, code, media, data)
+}
+
+// writeEncoded sends an answer already encoded as media.
+func writeEncoded(w http.ResponseWriter, code int, media string, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", media)
 	h.Set("Content-Length", strconv.Itoa(len(data)))

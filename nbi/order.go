@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -12,6 +13,15 @@ import (
 type named struct {
 	name string
 	obj  *unstructured.Unstructured
+	enc  *encoded
+}
+
+// encoded is one request's complete Info as JSON, made on first use and carried from one id order to
+// the next while the request's resourceVersion stays: an object of a given resourceVersion never
+// changes, and encoding was most of what a list page cost.
+type encoded struct {
+	resourceVersion string // "" (a store that sets none): never carried over
+	json            atomic.Pointer[[]byte]
 }
 
 // byID is the cached requests in provisioningRequestId order, kept for one revision of a
@@ -34,7 +44,7 @@ func (s *Server) sorted() ([]named, error) {
 		if err != nil {
 			return nil, err
 		}
-		return sortByName(objs), nil
+		return sortByName(objs, nil), nil
 	}
 	// The revision is read before List: if a change lands in between, the view is stored under the
 	// older revision and rebuilt on the next page, never kept stale.
@@ -43,29 +53,43 @@ func (s *Server) sorted() ([]named, error) {
 		return nil, err
 	}
 	s.order.mu.Lock()
+	prev := s.order.items
 	if s.order.valid && s.order.revision == rev {
-		items := s.order.items
 		s.order.mu.Unlock()
-		return items, nil
+		return prev, nil
 	}
 	s.order.mu.Unlock()
 	objs, err := s.store.List()
 	if err != nil {
 		return nil, err
 	}
-	items := sortByName(objs)
+	items := sortByName(objs, prev)
 	s.order.mu.Lock()
 	s.order.valid, s.order.revision, s.order.items = true, rev, items
 	s.order.mu.Unlock()
 	return items, nil
 }
 
-func sortByName(objs []*unstructured.Unstructured) []named {
+// sortByName puts objs in id order, carrying over from prev (an earlier order) the encodings of the
+// requests whose resourceVersion has not changed.
+func sortByName(objs []*unstructured.Unstructured, prev []named) []named {
 	out := make([]named, len(objs))
 	for i, o := range objs {
-		out[i] = named{nameOf(o), o}
+		out[i] = named{name: nameOf(o), obj: o}
 	}
 	slices.SortFunc(out, func(a, b named) int { return strings.Compare(a.name, b.name) })
+	j := 0
+	for i := range out {
+		rv := metadataString(out[i].obj, "resourceVersion")
+		for j < len(prev) && prev[j].name < out[i].name {
+			j++
+		}
+		if rv != "" && j < len(prev) && prev[j].name == out[i].name && prev[j].enc.resourceVersion == rv {
+			out[i].enc = prev[j].enc
+		} else {
+			out[i].enc = &encoded{resourceVersion: rv}
+		}
+	}
 	return out
 }
 
@@ -82,10 +106,12 @@ func after(items []named, marker string) []named {
 
 // nameOf reads metadata.name directly: GetName's generic path walk cost more than the rest of a scan
 // over ten thousand requests.
-func nameOf(o *unstructured.Unstructured) string {
+func nameOf(o *unstructured.Unstructured) string { return metadataString(o, "name") }
+
+func metadataString(o *unstructured.Unstructured, field string) string {
 	if md, ok := o.Object["metadata"].(map[string]any); ok {
-		if n, ok := md["name"].(string); ok {
-			return n
+		if v, ok := md[field].(string); ok {
+			return v
 		}
 	}
 	return ""

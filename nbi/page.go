@@ -1,6 +1,8 @@
 package nbi
 
 import (
+	"encoding/json"
+
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -31,4 +33,42 @@ func (s *Server) page(sorted []named, marker string, f query.Filter, sel selecti
 		items = append(items, sel.apply(info))
 	}
 	return items, false
+}
+
+// jsonPage is a page without a filter or an attribute selector, as the JSON answer: the complete Info
+// of each request, encoded once per resourceVersion (see encoded), joined. The bytes are those
+// json.Marshal gives for the ProvisioningRequestList. ok is false if an Info cannot be encoded; the
+// general path then answers the error.
+func (s *Server) jsonPage(sorted []named, marker string) (body []byte, lastID string, more, ok bool) {
+	candidates := after(sorted, marker)
+	more = len(candidates) > s.cfg.PageSize
+	candidates = candidates[:min(len(candidates), s.cfg.PageSize)]
+	encs := make([][]byte, len(candidates))
+	size := len(`{"items":[]}`) + 1
+	for i, c := range candidates {
+		e := c.enc.json.Load()
+		if e == nil {
+			b, err := json.Marshal(s.infoOf(c.obj))
+			if err != nil {
+				return nil, "", false, false
+			}
+			e = &b
+			c.enc.json.Store(e) // two pages encoding it at once store equal bytes
+		}
+		encs[i] = *e
+		size += len(*e) + 1
+	}
+	body = make([]byte, 0, size)
+	body = append(body, `{"items":[`...)
+	for i, e := range encs {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, e...)
+	}
+	body = append(body, "]}\n"...)
+	if len(candidates) > 0 {
+		lastID = candidates[len(candidates)-1].name
+	}
+	return body, lastID, more, true
 }

@@ -1,6 +1,7 @@
 package nbi
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Every page size from 1 to beyond the count, over names offered in random order (the store's map
@@ -55,4 +57,43 @@ func TestListFollowsTheStoreBetweenLists(t *testing.T) {
 	x := do(collectionPath)
 	require.Equal(t, http.StatusOK, x.code())
 	require.Equal(t, "changed", x.list(t).Items[1].ProvisioningRequestData.TemplateParameters["clusterName"])
+}
+
+// The JSON page made of per-request encodings is byte for byte what encoding the page's Infos gives,
+// for requests of every shape: with and without status, being deleted, characters JSON escapes, numbers
+// of both kinds, nested parameters.
+func TestJSONPageIsTheEncodedList(t *testing.T) {
+	store := newMemStore()
+	fulfilled := map[string]any{
+		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created",
+			"provisioningUpdateTime": "2026-11-30T10:00:00.123Z"},
+		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "c-1", "oCloudInfrastructureResourceIds": []any{"h-1", "h-2"}},
+	}
+	store.put(prObject("pr-a", simpleSpec("a"), fulfilled))
+	store.put(prObject("pr-b", map[string]any{"name": "<b> & \"b\"", "description": "été \u2028 \x01",
+		"templateName": "t", "templateVersion": "v1",
+		"templateParameters": map[string]any{"clusterName": "b", "n": int64(3), "f": 2.5, "ok": true, "none": nil,
+			"hosts": []any{map[string]any{"role": "worker", "count": int64(2)}}}}, nil))
+	deleting := prObject("pr-c", simpleSpec("c"), map[string]any{"provisioningStatus": map[string]any{"provisioningState": "progressing"}})
+	now := metav1.Now()
+	deleting.SetDeletionTimestamp(&now)
+	store.put(deleting)
+	store.put(prObject("pr-d", map[string]any{}, nil))
+	for size := 1; size <= 5; size++ {
+		s := startStub(t, store, nil, nil, func(c *Config) { c.PageSize = size })
+		sorted, err := s.srv.sorted()
+		require.NoError(t, err)
+		for _, marker := range []string{"", "pr-a", "pr-b", "pr-c", "pr-d"} {
+			body, last, more, ok := s.srv.jsonPage(sorted, marker)
+			require.True(t, ok)
+			items, wantMore := s.srv.page(sorted, marker, nil, selection{})
+			want, err := json.Marshal(ProvisioningRequestList{Items: items})
+			require.NoError(t, err)
+			require.Equal(t, string(want)+"\n", string(body), "page size %d after %q", size, marker)
+			require.Equal(t, wantMore, more)
+			if len(items) > 0 {
+				require.Equal(t, items[len(items)-1].ProvisioningRequestData.ProvisioningRequestID, last)
+			}
+		}
+	}
 }

@@ -237,6 +237,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return storeUnavailable(err)
 	}
+	if f == nil && sel.complete() {
+		if media, _ := negotiate(r.Header.Get("Accept")); media == mediaJSON {
+			if body, last, more, ok := s.jsonPage(sorted, marker); ok {
+				if more {
+					w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(last)))
+				}
+				writeEncoded(w, http.StatusOK, mediaJSON, body)
+				return nil
+			}
+		}
+	}
 	page, more := s.page(sorted, marker, f, sel)
 	if more {
 		w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(page[len(page)-1].ProvisioningRequestData.ProvisioningRequestID)))
