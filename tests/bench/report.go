@@ -389,7 +389,8 @@ func (r *report) nbiLatencySection(p printer) {
 		p(". An empty page — the marker after the last id, so no item is converted or encoded — "+
 			"takes %s (p50, client side): HTTP and the binary search for the marker in the id order of all %d, which "+
 			"is sorted once per change of the cache, not per page; the rest is the page's "+
-			"1 000 items: each converted to a ProvisioningRequestInfo and encoded.", ms(e50), l.Cached)
+			"1 000 items' JSON, encoded once per resourceVersion of each request (so the first list after a change "+
+			"encodes what changed) and copied into the answer.", ms(e50), l.Cached)
 		if f99 >= targetListP99 {
 			p(" The first page's p99 misses the target.")
 		}
