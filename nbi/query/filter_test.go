@@ -97,7 +97,7 @@ func edge7() map[string]any {
 func TestFilterEvaluation(t *testing.T) {
 	attrs := edge7()
 	tp := "provisioningRequestData/templateParameters/"
-	for expr, want := range map[string]bool{
+	matchesAll(t, attrs, map[string]bool{
 		"(eq,status/provisioningPhase,FULFILLED)":                                   true,
 		"(eq,status/provisioningPhase,fulfilled)":                                   false,
 		"(neq,status/provisioningPhase,FAILED)":                                     true,
@@ -137,7 +137,13 @@ func TestFilterEvaluation(t *testing.T) {
 		"(eq,status/provisioningPhase,FULFILLED);(eq," + tp + "clusterName,edge-7)": true,
 		"(eq,status/provisioningPhase,FULFILLED);(eq," + tp + "clusterName,edge-8)": false,
 		"(eq,provisioningRequestData/name,Edge Seven)":                              true,
-	} {
+	})
+}
+
+// matchesAll parses each expression and checks whether it matches attrs.
+func matchesAll(t *testing.T, attrs map[string]any, cases map[string]bool) {
+	t.Helper()
+	for expr, want := range cases {
 		f, err := ParseFilter(expr)
 		if err != nil {
 			t.Errorf("%s: %v", expr, err)
