@@ -58,8 +58,9 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 	assert.Equal(t, pr.GetUID(), pv.GetOwnerReferences()[0].UID)
 
 	assert.Contains(t, done.GetFinalizers(), Finalizer)
-	evs := eventsOf(t, srv, "happy-1")
-	assert.True(t, hasEvent(evs, corev1.EventTypeNormal, EventProgressing, "rendering"))
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(eventsOf(t, srv, "happy-1"), corev1.EventTypeNormal, EventProgressing, "rendering")
+	}, "no Progressing event")
 	eventually(t, 10*time.Second, func() bool {
 		return hasEvent(eventsOf(t, srv, "happy-1"), corev1.EventTypeNormal, EventFulfilled, "Cluster resource created")
 	}, "no Fulfilled event")

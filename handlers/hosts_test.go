@@ -243,7 +243,9 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	d, _ := inv.sim.Device(bare)
 	assert.Equal(t, "failed", d.Status, "quarantined")
 	assert.Nil(t, d.Custom["o2ims_request_uid"], "quarantine never claims")
-	assert.True(t, hasEvent(eventsOf(t, srv, "quarantine-1"), corev1.EventTypeWarning, EventQuarantined, "credentials-missing"))
+	eventually(t, 10*time.Second, func() bool {
+		return hasEvent(eventsOf(t, srv, "quarantine-1"), corev1.EventTypeWarning, EventQuarantined, "credentials-missing")
+	}, "no Quarantined event")
 	families, err := inv.reg.Gather()
 	require.NoError(t, err)
 	found := false
