@@ -27,7 +27,8 @@ type encoded struct {
 // byID is the cached requests in provisioningRequestId order, kept for one revision of a
 // RevisionedStore. A long list is many pages, each of which would otherwise read the name of and sort
 // every cached request: with ten thousand that was most of a page's cost, and the order only changes
-// when the cache does.
+// when the cache does. The view pins the objects it was built from until a list after the next change
+// rebuilds it: at most one superseded generation of the cache is kept alive.
 type byID struct {
 	mu       sync.Mutex
 	valid    bool
