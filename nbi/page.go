@@ -19,20 +19,30 @@ func (s *Server) page(sorted []named, marker string, f query.Filter, sel selecti
 		}
 		return items, more
 	}
-	// A filter is decided on each request's Info: walk in id order and stop once the page is full and
-	// one more match shows that more follow.
+	// A filter is decided on each request's attributes: walk in id order and stop once the page is full
+	// and one more match shows that more follow.
 	items := make([]ProvisioningRequestInfo, 0, min(len(candidates), s.cfg.PageSize))
 	for _, c := range candidates {
-		info := s.infoOf(c.obj)
-		if !f.Match(info.attributes()) {
+		if !f.Match(s.attributesOf(c)) {
 			continue
 		}
 		if len(items) == s.cfg.PageSize {
 			return items, true
 		}
-		items = append(items, sel.apply(info))
+		items = append(items, sel.apply(s.infoOf(c.obj)))
 	}
 	return items, false
+}
+
+// attributesOf answers a request's filter attributes, derived once per resourceVersion.
+func (s *Server) attributesOf(c named) map[string]any {
+	if a := c.enc.attrs.Load(); a != nil {
+		return *a
+	}
+	info := s.infoOf(c.obj)
+	a := info.attributes()
+	c.enc.attrs.Store(&a)
+	return a
 }
 
 // jsonPage is a page without a filter or an attribute selector, as the JSON answer: the complete Info
@@ -53,7 +63,7 @@ func (s *Server) jsonPage(sorted []named, marker string) (body []byte, lastID st
 				return nil, "", false, false
 			}
 			e = &b
-			c.enc.json.Store(e) // two pages encoding it at once store equal bytes
+			c.enc.json.Store(e)
 		}
 		encs[i] = *e
 		size += len(*e) + 1

@@ -53,10 +53,17 @@ func TestListFollowsTheStoreBetweenLists(t *testing.T) {
 	store.remove("pr-003")
 	require.Equal(t, []string{"pr-000", "pr-001", "pr-002", "pr-0025", "pr-004"}, walk(t, do, collectionPath, nil))
 
+	byCluster := func(name string) []string {
+		return walk(t, do, collectionPath+"?filter=(eq,provisioningRequestData/templateParameters/clusterName,"+name+")", nil)
+	}
+	require.Len(t, byCluster("c"), 5)
 	store.put(prObject("pr-001", simpleSpec("changed"), nil))
 	x := do(collectionPath)
 	require.Equal(t, http.StatusOK, x.code())
 	require.Equal(t, "changed", x.list(t).Items[1].ProvisioningRequestData.TemplateParameters["clusterName"])
+	// A filter decides on the request as it is now, too.
+	require.Equal(t, []string{"pr-001"}, byCluster("changed"))
+	require.Equal(t, []string{"pr-000", "pr-002", "pr-0025", "pr-004"}, byCluster("c"))
 }
 
 // The JSON page made of per-request encodings is byte for byte what encoding the page's Infos gives,
