@@ -296,8 +296,12 @@ func (s cacheStore) List() ([]*unstructured.Unstructured, error) {
 	return s.op.Cache().List(handlers.ProvisioningRequestGVR, "")
 }
 
-// Revision lets the NBI keep a list's id order between pages until the cache changes.
+// Revision lets the NBI keep a list's id order between pages until the cache changes; like List, it
+// refuses while the cache is not synced (at start, or once stopping), so no kept order is answered then.
 func (s cacheStore) Revision() (uint64, error) {
+	if !s.op.Ready() {
+		return 0, errNotSynced
+	}
 	return s.op.Cache().Revision(handlers.ProvisioningRequestGVR)
 }
 

@@ -494,7 +494,9 @@ func TestCacheRevisionMovesWhenListIsBehind(t *testing.T) {
 	// after that List, so a view keyed by the revision is rebuilt. Other writers (the framework marks a
 	// created widget handled) may move it too; that costs a rebuild, never a stale view.
 	step := func(what string, change func(), visible func() bool) {
+		before := revision()
 		change()
+		eventually(t, 20*time.Second, func() bool { return revision() > before }, "the revision never moved after %s", what)
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			r := revision()

@@ -122,11 +122,11 @@ func parseFieldList(param, list string, excluding bool) (*pathTree, error) {
 	return tree, nil
 }
 
-// apply answers the Info as the selection wants it; nothing shared with the Store is changed (the
-// templateParameters that differ are new maps).
 // complete reports whether the selection answers the complete Info (no fields, no exclude_fields).
 func (sel selection) complete() bool { return sel.fields == nil && sel.exclude == nil }
 
+// apply answers the Info as the selection wants it; nothing shared with the Store is changed (the
+// templateParameters that differ are new maps).
 func (sel selection) apply(info ProvisioningRequestInfo) ProvisioningRequestInfo {
 	params := info.ProvisioningRequestData.TemplateParameters
 	switch {

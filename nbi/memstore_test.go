@@ -29,6 +29,9 @@ type memStore struct {
 	panic   bool
 	block   chan struct{} // List waits for it when set (a request in flight)
 	entered chan struct{}
+	// listed, when set, runs once after List has taken its snapshot and before it answers: a change
+	// landing between the two.
+	listed func()
 }
 
 func newMemStore(objs ...*unstructured.Unstructured) *memStore {
@@ -76,16 +79,23 @@ func (s *memStore) List() ([]*unstructured.Unstructured, error) {
 		<-block
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.panic {
+		s.mu.Unlock()
 		panic("the store broke in a way nobody foresaw")
 	}
 	if s.err != nil {
+		s.mu.Unlock()
 		return nil, s.err
 	}
 	out := make([]*unstructured.Unstructured, 0, len(s.objs))
 	for _, o := range s.objs {
 		out = append(out, o)
+	}
+	listed := s.listed
+	s.listed = nil
+	s.mu.Unlock()
+	if listed != nil {
+		listed()
 	}
 	return out, nil // in a map's order: the API sorts
 }

@@ -29,8 +29,12 @@ type encoded struct {
 // byID is the cached requests in provisioningRequestId order, kept for one revision of a
 // RevisionedStore. A long list is many pages, each of which would otherwise read the name of and sort
 // every cached request: with ten thousand that was most of a page's cost, and the order only changes
-// when the cache does. The view pins the objects it was built from until a list after the next change
-// rebuilds it: at most one superseded generation of the cache is kept alive.
+// when the cache does.
+//
+// What it keeps alive: the objects it was built from, until a list after the next change rebuilds it
+// (a relist that changes nothing does not move the revision, so the pre-relist copies may outlive it);
+// and each request's encoding and attributes, about the size of a whole list answer, while its
+// resourceVersion stays.
 type byID struct {
 	mu       sync.Mutex
 	valid    bool
@@ -41,19 +45,22 @@ type byID struct {
 // sorted answers every request in id order: from the view of the store's current revision, or freshly
 // sorted when the store has moved on or cannot tell.
 func (s *Server) sorted() ([]named, error) {
-	rs, ok := s.store.(RevisionedStore)
-	if !ok {
+	fresh := func() ([]named, error) {
 		objs, err := s.store.List()
 		if err != nil {
 			return nil, err
 		}
 		return sortByName(objs, nil), nil
 	}
+	rs, ok := s.store.(RevisionedStore)
+	if !ok {
+		return fresh()
+	}
 	// The revision is read before List: if a change lands in between, the view is stored under the
 	// older revision and rebuilt on the next page, never kept stale.
 	rev, err := rs.Revision()
 	if err != nil {
-		return nil, err
+		return fresh() // List decides whether the store can answer at all
 	}
 	s.order.mu.Lock()
 	prev := s.order.items

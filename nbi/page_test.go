@@ -2,6 +2,7 @@ package nbi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -64,6 +65,50 @@ func TestListFollowsTheStoreBetweenLists(t *testing.T) {
 	// A filter decides on the request as it is now, too.
 	require.Equal(t, []string{"pr-001"}, byCluster("changed"))
 	require.Equal(t, []string{"pr-000", "pr-002", "pr-0025", "pr-004"}, byCluster("c"))
+}
+
+// A change landing between the revision's read and List's snapshot is in the next list: the order
+// kept is stored under the revision read before the snapshot, so the change's revision rebuilds it.
+func TestAChangeDuringAListIsInTheNextOne(t *testing.T) {
+	store := newMemStore(prObject("pr-1", simpleSpec("c"), nil))
+	s := startStub(t, store, nil, nil)
+	do := func(p string) *exchange { return s.do(t, http.MethodGet, p, nil) }
+	store.mu.Lock()
+	store.listed = func() { store.put(prObject("pr-2", simpleSpec("c"), nil)) }
+	store.mu.Unlock()
+	require.Equal(t, []string{"pr-1"}, walk(t, do, collectionPath, nil), "the snapshot was taken before the change")
+	require.Equal(t, []string{"pr-1", "pr-2"}, walk(t, do, collectionPath, nil))
+}
+
+// A kept order is not answered once the store cannot be read: the list is 503 like a named GET.
+func TestAKeptOrderIsNotAnsweredWhenTheStoreFails(t *testing.T) {
+	store := newMemStore(prObject("pr-1", simpleSpec("c"), nil))
+	s := startStub(t, store, nil, nil)
+	require.Equal(t, http.StatusOK, s.do(t, http.MethodGet, collectionPath, nil).code())
+	store.mu.Lock()
+	store.err = errors.New("cache not synced")
+	store.mu.Unlock()
+	require.Equal(t, http.StatusServiceUnavailable, s.do(t, http.MethodGet, collectionPath, nil).code())
+}
+
+// Attribute selectors apply to JSON lists too: only the complete Info takes the kept encodings.
+func TestAttributeSelectorsTrimAJSONList(t *testing.T) {
+	spec := simpleSpec("c")
+	spec["templateParameters"].(map[string]any)["labels"] = map[string]any{"site": "lab"}
+	store := newMemStore(prObject("pr-1", spec, nil))
+	s := startStub(t, store, nil, nil)
+	params := func(query string) map[string]any {
+		x := s.do(t, http.MethodGet, collectionPath+query, nil, "Accept", "application/json")
+		require.Equal(t, http.StatusOK, x.code(), "%s", x.body)
+		items := x.list(t).Items
+		require.Len(t, items, 1)
+		return items[0].ProvisioningRequestData.TemplateParameters
+	}
+	tp := "provisioningRequestData/templateParameters/"
+	require.Equal(t, map[string]any{"clusterName": "c", "labels": map[string]any{"site": "lab"}}, params(""))
+	require.Equal(t, map[string]any{"clusterName": "c"}, params("?exclude_fields="+tp+"labels"))
+	require.Equal(t, map[string]any{"clusterName": "c"}, params("?fields=status"), "fields drops unlisted complex attributes")
+	require.Equal(t, map[string]any{"clusterName": "c", "labels": map[string]any{"site": "lab"}}, params(""), "the kept encoding is the complete Info")
 }
 
 // The JSON page made of per-request encodings is byte for byte what encoding the page's Infos gives,

@@ -33,7 +33,8 @@ type Store interface {
 type RevisionedStore interface {
 	Store
 	// Revision moves after every change List would show: read before List, a value that has not
-	// moved since means that List's answer is still current.
+	// moved since means that List's answer is still current (as current as the cache it reads). It
+	// fails whenever the kept answer must not be used, e.g. while List would fail.
 	Revision() (uint64, error)
 }
 

@@ -168,8 +168,9 @@ func TestShippedRBACCarriesARequestWithHostsFromTheNBIToFulfilledAndThroughDelet
 	assert.NotEmpty(t, got.Set.Cluster)
 	// The list keeps its id order between pages until the cache changes; it answers the request as the
 	// named GET does, not as it was when the order was last sorted.
-	eventually(t, 10*time.Second, func() bool { return listed(t)["e2e-1"] == "FULFILLED" },
-		"the list never answered the request as fulfilled: %v", listed(t))
+	var phases map[string]string
+	eventually(t, 10*time.Second, func() bool { phases = listed(t); return phases["e2e-1"] == "FULFILLED" },
+		"the list never answered the request as fulfilled: %v", &phases)
 
 	out, err := st.KubectlRun(ctx, "get", "provisioningrequests")
 	require.NoError(t, err, out)
@@ -188,8 +189,8 @@ func TestShippedRBACCarriesARequestWithHostsFromTheNBIToFulfilledAndThroughDelet
 		c, _, _ := call(t, http.MethodGet, operator.NBIURL+nbiBase+"/e2e-1", nil)
 		return c == http.StatusNotFound
 	}, "never gone")
-	eventually(t, 10*time.Second, func() bool { _, in := listed(t)["e2e-1"]; return !in },
-		"the list still answers the deleted request: %v", listed(t))
+	eventually(t, 10*time.Second, func() bool { phases = listed(t); _, in := phases["e2e-1"]; return !in },
+		"the list still answers the deleted request: %v", &phases)
 	for _, d := range st.NetBox.Devices() {
 		assert.Equal(t, "staged", d.Status, "device %d back in the pool", d.ID)
 		assert.Nil(t, d.Custom["o2ims_request_uid"], "device %d unowned", d.ID)
