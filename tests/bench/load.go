@@ -403,32 +403,13 @@ func deleteRun(ctx context.Context, dyn dynamic.Interface, run string) error {
 
 // failedWrites is the operator's writes answered other than 2xx, by "resource METHOD code" (a delta).
 func failedWrites(before, after stack.Metrics) map[string]float64 {
-	count := func(m stack.Metrics) map[string]float64 {
-		out := map[string]float64{}
-		fam, ok := m["rest_client_requests_by_resource_total"]
-		if !ok {
-			return out
+	return restRequestsDelta(before, after, func(l map[string]string) []string {
+		if l["method"] == "GET" || strings.HasPrefix(l["code"], "2") {
+			return nil
 		}
-		for _, s := range fam.GetMetric() {
-			l := labelsOf(s)
-			if l["method"] == "GET" || strings.HasPrefix(l["code"], "2") {
-				continue
-			}
-			out[l["resource"]+" "+l["method"]+" "+l["code"]] += s.GetCounter().GetValue()
-		}
-		return out
-	}
-	a, b := count(before), count(after)
-	out := map[string]float64{}
-	for k, v := range b {
-		if d := v - a[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
+		return []string{l["resource"] + " " + l["method"] + " " + l["code"]}
+	})
 }
-
-func metaList() metav1.ListOptions { return metav1.ListOptions{} }
 
 // createExtra creates n requests labelled nbi-cache (no operator handles them).
 func createExtra(ctx context.Context, dyn dynamic.Interface, n int) error {

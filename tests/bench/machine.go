@@ -1,54 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// machine describes where the numbers were taken.
-type machine struct {
-	CPU, Memory, Kernel, Go string
-	Cores                   int
-}
-
-func describeMachine() machine {
-	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version()}
-	m.CPU = procField("/proc/cpuinfo", "model name")
-	if kb, err := strconv.ParseUint(strings.Fields(procField("/proc/meminfo", "MemTotal") + " 0")[0], 10, 64); err == nil && kb > 0 {
-		m.Memory = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if out, err := exec.Command("go", "version").Output(); err == nil {
-		m.Go = strings.TrimSpace(strings.TrimPrefix(string(out), "go version "))
-	}
-	return m
-}
-
-// procField reads "key : value" (cpuinfo) or "key: value" (meminfo) from a /proc file.
-func procField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
 
 // ---- CPU accounting: ours (this process and every descendant) against the whole machine ----
 

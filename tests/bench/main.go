@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
@@ -113,7 +115,7 @@ func run(ctx context.Context, c *config) error {
 	if err != nil {
 		return err
 	}
-	rep := &report{Machine: describeMachine(), Date: time.Now().UTC(), Command: c.command}
+	rep := &report{Machine: stack.DescribeMachine(), Date: time.Now().UTC(), Command: c.command}
 	say(c, "machine: %s, %d cores, %s", rep.Machine.CPU, rep.Machine.Cores, rep.Machine.Memory)
 
 	// 1. Go benchmarks.
@@ -239,7 +241,7 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 	// 3. 10 000 requests in a cache that the leader does not handle: the extra ones carry a label its
 	// selector excludes; a second instance campaigning for the same Lease never leads and caches all.
 	dyn := fastAdmin(st)
-	existing, err := dyn.Resource(prGVR).List(ctx, metaList())
+	existing, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -264,7 +266,7 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 		rep.NBIStartRSS = m.RSS
 	}
 	names := make([]string, 0, c.cached)
-	all, err := dyn.Resource(prGVR).List(ctx, metaList())
+	all, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,18 @@ func matches(s *dto.Metric, want map[string]string) bool {
 // writesByMethod is the mutating API requests by "resource" and "resource METHOD" (counted at the
 // operator's transport), as a delta between two scrapes.
 func writesByMethod(before, after stack.Metrics) map[string]float64 {
+	return restRequestsDelta(before, after, func(l map[string]string) []string {
+		if l["method"] == http.MethodGet || l["method"] == http.MethodHead || l["method"] == "" {
+			return nil
+		}
+		return []string{l["resource"], l["resource"] + " " + l["method"]}
+	})
+}
+
+// restRequestsDelta is the change of the operator's rest_client_requests_by_resource_total between two
+// scrapes, each series counted under the keys keysOf gives its labels (none: not counted); keys that
+// did not change are left out.
+func restRequestsDelta(before, after stack.Metrics, keysOf func(labels map[string]string) []string) map[string]float64 {
 	count := func(m stack.Metrics) map[string]float64 {
 		out := map[string]float64{}
 		fam, ok := m["rest_client_requests_by_resource_total"]
@@ -39,12 +51,9 @@ func writesByMethod(before, after stack.Metrics) map[string]float64 {
 			return out
 		}
 		for _, s := range fam.GetMetric() {
-			l := labelsOf(s)
-			if l["method"] == http.MethodGet || l["method"] == http.MethodHead || l["method"] == "" {
-				continue
+			for _, k := range keysOf(labelsOf(s)) {
+				out[k] += s.GetCounter().GetValue()
 			}
-			out[l["resource"]] += s.GetCounter().GetValue()
-			out[l["resource"]+" "+l["method"]] += s.GetCounter().GetValue()
 		}
 		return out
 	}

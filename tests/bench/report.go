@@ -5,11 +5,13 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
 // report is everything docs/benchmarks.md says.
 type report struct {
-	Machine machine
+	Machine stack.Machine
 	Date    time.Time
 	Command string
 	Took    time.Duration

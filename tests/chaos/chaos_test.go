@@ -373,7 +373,7 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("seed %d; operator log tail:\n%s", seed, tail(filepath.Join(dir, "stack", "operator.log"), 60))
+		t.Logf("seed %d; operator log tail:\n%s", seed, stack.Tail(filepath.Join(dir, "stack", "operator.log"), 60))
 	}
 }
 
@@ -434,16 +434,4 @@ func indent(lines []string) string {
 		return ""
 	}
 	return "\n\t" + strings.Join(lines, "\n\t")
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

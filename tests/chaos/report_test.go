@@ -1,19 +1,16 @@
 package chaos
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
 type namedDuration struct {
@@ -76,53 +73,6 @@ func (r *report) fill(log []netboxsim.PatchRecord, c *answerCounter) {
 	})
 }
 
-func machine() string {
-	var parts []string
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		parts = append(parts, fmt.Sprintf("%s %s %s", utsString(u.Sysname[:]), utsString(u.Release[:]), utsString(u.Machine[:])))
-	}
-	if model := procField("/proc/cpuinfo", "model name"); model != "" {
-		parts = append(parts, model)
-	}
-	parts = append(parts, fmt.Sprintf("%d CPUs", runtime.NumCPU()))
-	if mem := procField("/proc/meminfo", "MemTotal"); mem != "" {
-		var kb int64
-		if _, err := fmt.Sscanf(mem, "%d", &kb); err == nil {
-			parts = append(parts, fmt.Sprintf("%.1f GiB RAM", float64(kb)/(1<<20)))
-		}
-	}
-	parts = append(parts, runtime.Version())
-	return strings.Join(parts, ", ")
-}
-
-func utsString[T int8 | uint8](b []T) string {
-	var s strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		s.WriteByte(byte(c))
-	}
-	return s.String()
-}
-
-func procField(path, key string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
 // command reconstructs how this run was started (make chaos runs
 // go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=… -report=…).
 func command() string {
@@ -181,7 +131,7 @@ func (r *report) markdown() string {
 	w("")
 	w("| | |")
 	w("|---|---|")
-	w("| machine | %s |", machine())
+	w("| machine | %s |", stack.DescribeMachine())
 	w("| date | %s |", r.Started.UTC().Format("2006-01-02 15:04 MST"))
 	w("| command | `%s` |", command())
 	w("| seed | %d (repeat the random choices: `go test -count=1 -run . ./tests/chaos/ -args -seed=%d`) |", r.Seed, r.Seed)

@@ -147,7 +147,7 @@ func (o *Operator) waitReady(ctx context.Context, timeout time.Duration) error {
 	for {
 		select {
 		case <-o.done:
-			return fmt.Errorf("the operator exited (%v) before it was ready:\n%s", o.err, tailFile(o.Log, 30))
+			return fmt.Errorf("the operator exited (%v) before it was ready:\n%s", o.err, Tail(o.Log, 30))
 		default:
 		}
 		if resp, err := client.Get(o.HealthURL + "/readyz"); err == nil {
@@ -157,7 +157,7 @@ func (o *Operator) waitReady(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the operator was not ready within %s:\n%s", timeout, tailFile(o.Log, 30))
+			return fmt.Errorf("the operator was not ready within %s:\n%s", timeout, Tail(o.Log, 30))
 		}
 		select {
 		case <-ctx.Done():
