@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -82,7 +83,7 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 	defer c.flushEvents(cached, st)
 	p := newPatch()
 	w := c.w
-	hasFinalizer := containsString(u.GetFinalizers(), w.finalizer)
+	hasFinalizer := slices.Contains(u.GetFinalizers(), w.finalizer)
 
 	if u.GetDeletionTimestamp() != nil {
 		if !hasFinalizer || w.finalizer == "" {
@@ -507,15 +508,7 @@ func (c *controller) warnOnce(u *unstructured.Unstructured, st *objectState, wha
 	}
 }
 
-func containsString(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
+// removeString never answers nil: a nil finalizer list in a patch means "leave them as they are".
 func removeString(list []string, s string) []string {
 	out := []string{}
 	for _, e := range list {

@@ -3,6 +3,7 @@ package framework
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -100,7 +101,7 @@ func (p *Patch) metadataPatch(obj *unstructured.Unstructured) []byte {
 	if m := changedStrings(obj.GetLabels(), p.Labels); m != nil {
 		meta["labels"] = m
 	}
-	if p.finalizers != nil && !sameStrings(obj.GetFinalizers(), p.finalizers) {
+	if p.finalizers != nil && !slices.Equal(obj.GetFinalizers(), p.finalizers) {
 		meta["finalizers"] = p.finalizers
 		meta["resourceVersion"] = obj.GetResourceVersion()
 	}
@@ -126,16 +127,4 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 		return nil
 	}
 	return out
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

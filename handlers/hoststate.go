@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -72,7 +73,7 @@ func plan(req Request, recorded []hostSlot) []hostSlot {
 
 // writeSlots puts the records into the pass's status patch when they changed.
 func writeSlots(c *framework.Cause, before, after []hostSlot) {
-	if slotsEqual(before, after) {
+	if slices.Equal(before, after) {
 		return
 	}
 	list := make([]any, 0, len(after))
@@ -87,16 +88,4 @@ func writeSlots(c *framework.Cause, before, after []hostSlot) {
 		list = append(list, m)
 	}
 	c.Patch.SetStatus(list, "extensions", extensionsHosts)
-}
-
-func slotsEqual(a, b []hostSlot) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,7 +33,7 @@ func knownBMCScheme(s string) bool {
 	if !ok {
 		return false
 	}
-	return !plus || contains(allowed, suffix)
+	return !plus || slices.Contains(allowed, suffix)
 }
 
 // DNS names as Metal3 checks them.

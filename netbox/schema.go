@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,7 +67,7 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value)
 		switch {
 		case !ok || !f.onDevice():
 			problems = append(problems, fmt.Sprintf("%s field %s does not exist on dcim.device", role, name))
-		case !contains(types, f.typ):
+		case !slices.Contains(types, f.typ):
 			problems = append(problems, fmt.Sprintf("%s field %s has type %s, want %s", role, name, f.typ, strings.Join(types, " or ")))
 		case filterLogic == "exact" && f.filterLogic != "exact":
 			problems = append(problems, fmt.Sprintf("%s field %s has filter_logic %s, want exact", role, name, f.filterLogic))
@@ -186,13 +187,4 @@ func nextOffset(next string, current int32) (int32, error) {
 		return 0, errors.New("next link does not advance the offset")
 	}
 	return int32(n), nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -5,8 +5,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -79,7 +80,7 @@ func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 			return r, fmt.Errorf("labels must be an object, got %s", jsonType(lr))
 		}
 		r.Labels = map[string]string{}
-		for _, k := range sortedKeys(lm) {
+		for _, k := range slices.Sorted(maps.Keys(lm)) {
 			v, ok := lm[k].(string)
 			if !ok {
 				return r, fmt.Errorf("labels.%s must be a string, got %s", k, jsonType(lm[k]))
@@ -145,7 +146,7 @@ func parseHosts(raw any, reserved map[string]bool) ([]HostRequest, error) {
 			if !ok {
 				return nil, fmt.Errorf("hosts[%d].selector must be an object, got %s", i, jsonType(sr))
 			}
-			for _, k := range sortedKeys(sm) {
+			for _, k := range slices.Sorted(maps.Keys(sm)) {
 				if reserved[k] {
 					return nil, fmt.Errorf("hosts[%d].selector key %q is reserved for the inventory's own bookkeeping", i, k)
 				}
@@ -230,13 +231,4 @@ func jsonType(v any) string {
 	default:
 		return fmt.Sprintf("%T", v)
 	}
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

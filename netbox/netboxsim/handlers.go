@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func (s *Server) handleCustomFields(w http.ResponseWriter, r *http.Request) {
 		if ots, ok := q["object_type"]; ok && !anyMatch(ots, f.appliesTo) {
 			continue
 		}
-		if names, ok := q["name"]; ok && !contains(names, f.Name) {
+		if names, ok := q["name"]; ok && !slices.Contains(names, f.Name) {
 			continue
 		}
 		rows = append(rows, s.renderFieldLocked(f, base))
@@ -150,7 +151,7 @@ func (s *Server) devicePredicatesLocked(q url.Values) (preds []predicate, badPar
 					return nil, "status", fmt.Sprintf("Select a valid choice. %s is not one of the available choices.", v)
 				}
 			}
-			preds = append(preds, func(d *device) bool { return contains(want, d.status) })
+			preds = append(preds, func(d *device) bool { return slices.Contains(want, d.status) })
 		case key == "id":
 			var ids []int64
 			for _, v := range nonEmpty(values) {

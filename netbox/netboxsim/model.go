@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -153,7 +154,7 @@ func (f *field) validate(v any) error {
 		if !ok {
 			return fmt.Errorf("Invalid choice (%v) for choice set.", v)
 		}
-		if len(f.Choices) > 0 && !contains(f.Choices, s) {
+		if len(f.Choices) > 0 && !slices.Contains(f.Choices, s) {
 			return fmt.Errorf("Invalid choice (%s) for choice set.", s)
 		}
 	case TypeInteger:
@@ -247,13 +248,4 @@ func deepCopyMap(m map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

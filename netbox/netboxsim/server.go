@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -395,7 +396,7 @@ func (s *Server) DeleteDevice(id int32) bool {
 }
 
 func (s *Server) validStatusLocked(st string) bool {
-	return contains(standardStatuses, st) || contains(s.opts.ExtraStatuses, st)
+	return slices.Contains(standardStatuses, st) || slices.Contains(s.opts.ExtraStatuses, st)
 }
 
 // stampLocked returns a fresh last_updated, microsecond precision, strictly
@@ -563,12 +564,12 @@ func (s *Server) authenticate(r *http.Request) (int, string) {
 		if !strings.Contains(strings.TrimPrefix(value, "nbt_"), ".") {
 			return http.StatusForbidden, "Invalid authorization header: Could not parse key from v2 token. Did you mean to use 'Token' instead of 'Bearer'?"
 		}
-		if contains(tokens, value) {
+		if slices.Contains(tokens, value) {
 			return 0, ""
 		}
 		return http.StatusForbidden, "Invalid v2 token"
 	}
-	if contains(tokens, value) {
+	if slices.Contains(tokens, value) {
 		return 0, ""
 	}
 	return http.StatusForbidden, "Invalid v1 token"
