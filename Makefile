@@ -37,9 +37,10 @@ lint:
 fuzz:
 	./hack/fuzz.sh $(FUZZTIME)
 
-## run-local: the whole thing on this machine: API server, simulators, operator; a request through the NBI
+## run-local: the whole thing on this machine: API server, simulators, operator; a request through the NBI.
+## ARGS=--until-fulfilled stops everything and exits 0 once the request is FULFILLED (non-zero otherwise).
 run-local: tools build
-	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN)
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN) $(ARGS)
 
 bench: tools build
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md

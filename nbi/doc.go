@@ -1,5 +1,5 @@
 // Package nbi serves the O2IMS northbound API, O2ims_infrastructureProvisioning v1 (the contract is
-// ../shared/reference/o2ims_provisioning_v1_1.yaml), over the operator's ProvisioningRequests.
+// testdata/reference/o2ims_provisioning_v1_1.yaml), over the operator's ProvisioningRequests.
 //
 // Routes (Go ServeMux method patterns), under /O2ims_infrastructureProvisioning and, alike, under the
 // lowercase /o2ims-infrastructureProvisioning O2IMS documents:

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,7 +25,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// reference is the O2IMS provisioning OpenAPI 3.1 document in ../shared, read by libopenapi and
+// reference is the O2IMS provisioning OpenAPI 3.1 document in testdata/reference, read by libopenapi and
 // validated against by libopenapi-validator (OAS 3.1 schemas are JSON Schema 2020-12).
 type reference struct {
 	mu        sync.Mutex // the validators keep caches; one exchange at a time
@@ -46,12 +45,12 @@ var (
 func loadReference(t testing.TB) *reference {
 	t.Helper()
 	refOnce.Do(func() {
-		shared, err := kubeapi.SharedDir()
+		path, err := kubeapi.ReferenceFile("o2ims_provisioning_v1_1.yaml")
 		if err != nil {
 			refErr = err
 			return
 		}
-		spec, err := os.ReadFile(filepath.Join(shared, "reference", "o2ims_provisioning_v1_1.yaml"))
+		spec, err := os.ReadFile(path)
 		if err != nil {
 			refErr = err
 			return

@@ -59,7 +59,7 @@ func checkAssets(dir string) error {
 	return nil
 }
 
-// RepoRoot is the checkout this package was compiled from; tests use it to find manifests/ and ../shared.
+// RepoRoot is the checkout this package was compiled from; tests use it to find manifests/ and testdata/.
 func RepoRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
@@ -70,16 +70,4 @@ func RepoRoot() (string, error) {
 		return "", fmt.Errorf("repository root %s has no go.mod: %w", root, err)
 	}
 	return root, nil
-}
-
-// SharedDir is the read-only ../shared folder beside the checkout (reference CRDs and OpenAPI).
-func SharedDir() (string, error) {
-	if dir := os.Getenv("O2IMS_SHARED_DIR"); dir != "" {
-		return dir, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Clean(filepath.Join(root, "..", "shared")), nil
 }

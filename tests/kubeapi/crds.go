@@ -19,7 +19,8 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// CRD files the product ships (manifests/) and the upstream ones it works with (../shared/reference/crds).
+// CRD files the product ships (manifests/) and the upstream ones it works with (testdata/reference/crds,
+// byte-for-byte copies listed with their sources in testdata/reference/SOURCES.md).
 const (
 	ProvisioningRequestCRD = "manifests/base/crd/o2ims.provisioning.oran.org_provisioningrequests.yaml"
 	PackageVariantCRD      = "config.porch.kpt.dev_packagevariants.yaml"
@@ -29,13 +30,17 @@ const (
 	HardwareDataCRD        = "metal3.io_hardwaredata.yaml"
 )
 
-// ReferenceCRD is the path of an upstream CRD file in ../shared/reference/crds.
+// ReferenceDir holds the upstream documents the tests and the local run read, inside the checkout.
+const ReferenceDir = "testdata/reference"
+
+// ReferenceCRD is the path of an upstream CRD file in testdata/reference/crds.
 func ReferenceCRD(name string) (string, error) {
-	shared, err := SharedDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(shared, "reference", "crds", name), nil
+	return RepoFile(filepath.Join(ReferenceDir, "crds", name))
+}
+
+// ReferenceFile is the path of an upstream document in testdata/reference (e.g. the O2IMS OpenAPI).
+func ReferenceFile(rel string) (string, error) {
+	return RepoFile(filepath.Join(ReferenceDir, rel))
 }
 
 // RepoFile is the path of a file in this checkout.

@@ -1,13 +1,16 @@
 // Command localrun is `make run-local`: the whole system on this machine — a real kube-apiserver with the
 // shipped manifests, the NetBox simulator, simulated Porch/CAPI/Metal3, and the operator binary as its
 // ServiceAccount — then a sample request submitted through the northbound API, followed to FULFILLED.
-// It keeps running for kubectl and curl until Ctrl-C, and leaves nothing behind.
+// It keeps running for kubectl and curl until Ctrl-C, and leaves nothing behind. With --until-fulfilled
+// (make run-local ARGS=--until-fulfilled) it stops everything once the request is FULFILLED and exits 0,
+// or exits 1 with the reason: the non-interactive proof CI runs from a bare clone.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,18 +33,33 @@ func main() {
 	operator := flag.String("operator", "bin/o2ims-operator", "the operator binary (make build)")
 	dir := flag.String("dir", ".cache/localrun", "state, logs and kubeconfigs (wiped at start)")
 	hosts := flag.Int("hosts", 6, "free bare-metal hosts seeded in the NetBox simulator")
+	untilFulfilled := flag.Bool("until-fulfilled", false, "stop everything and exit 0 once the sample request is FULFILLED")
+	timeout := flag.Duration("timeout", 15*time.Minute, "with --until-fulfilled: give up (exit 1) after this long")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *operator, *dir, *hosts); err != nil {
+	if *untilFulfilled {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("not FULFILLED within --timeout=%s", *timeout))
+		defer cancel()
+	}
+	err := run(ctx, *operator, *dir, *hosts, *untilFulfilled)
+	if err == nil && *untilFulfilled && ctx.Err() != nil {
+		err = context.Cause(ctx) // interrupted or timed out after all: never a silent success
+	}
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && errors.Is(err, ctx.Err()) {
+			err = cause
+		}
 		fmt.Fprintln(os.Stderr, "run-local:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
-func run(ctx context.Context, operator, dir string, hosts int) error {
+func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bool) (err error) {
 	start := time.Now()
 	if v := os.Getenv("O2IMS_RUN_LOCAL_START"); v != "" {
 		if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -65,7 +83,10 @@ func run(ctx context.Context, operator, dir string, hosts int) error {
 	}
 	defer func() {
 		say("stopping the operator, the simulators and the API server")
-		st.Stop()
+		if stopErr := st.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping: %w", stopErr))
+			return
+		}
 		say("stopped; nothing is left running")
 	}()
 
@@ -108,6 +129,9 @@ func run(ctx context.Context, operator, dir string, hosts int) error {
 
 	if err := follow(ctx, op, start); err != nil {
 		return err
+	}
+	if untilFulfilled {
+		return nil // the deferred Stop ends everything and says so
 	}
 	howTo(st, op)
 	select {

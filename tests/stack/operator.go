@@ -28,6 +28,7 @@ type Operator struct {
 	TokenFile  string
 	stopOnce   sync.Once
 	cancelRot  context.CancelFunc
+	killed     bool // ended by Kill: its exit status says nothing about the operator
 }
 
 // StartOperator runs the operator binary as the shipped ServiceAccount (its token in a file the stack
@@ -190,6 +191,7 @@ func (o *Operator) Kill() {
 		if o.cancelRot != nil {
 			o.cancelRot()
 		}
+		o.killed = true
 		_ = syscall.Kill(-o.cmd.Process.Pid, syscall.SIGKILL)
 		<-o.done
 	})

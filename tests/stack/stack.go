@@ -7,6 +7,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -218,13 +219,17 @@ func (s *Stack) startNetBox(ctx context.Context, n int) error {
 // NetBoxToken is the simulator's API token.
 func (s *Stack) NetBoxToken() string { return netboxToken }
 
-// Stop stops the operator and everything else, leaving no process behind.
-func (s *Stack) Stop() {
+// Stop stops the operator and everything else, leaving no process behind. It reports an operator that
+// did not exit 0 on SIGTERM within its grace (one that a test killed on purpose is not reported).
+func (s *Stack) Stop() error {
 	s.mu.Lock()
 	ops := s.operators
 	s.mu.Unlock()
+	var errs []error
 	for _, o := range ops {
-		_ = o.Stop(5 * time.Second)
+		if err := o.Stop(5 * time.Second); err != nil && !o.killed {
+			errs = append(errs, fmt.Errorf("operator (log %s): %w", o.Log, err))
+		}
 	}
 	if s.World != nil {
 		s.World.Stop()
@@ -238,6 +243,7 @@ func (s *Stack) Stop() {
 	if s.ownDir {
 		_ = os.RemoveAll(s.Dir)
 	}
+	return errors.Join(errs...)
 }
 
 func envList(m map[string]string) []string {
