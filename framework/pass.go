@@ -375,7 +375,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 		if !(h.limited() || hs.finished() || hs.persisted != nil) {
 			continue
 		}
-		rec := hs.record()
+		rec := hs.record(c.op.opts.TimeForm)
 		if sameRecord(rec, hs.persisted) {
 			continue
 		}

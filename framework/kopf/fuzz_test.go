@@ -10,6 +10,8 @@ func FuzzDecodeProgress(f *testing.F) {
 	for _, s := range []string{
 		`{"started":"2026-11-01T10:00:00.123456","retries":3,"success":false,"failure":false}`,
 		`{"started":"2026-11-01T10:00:00+00:00","stopped":"2026-11-01T10:00:05+00:00","success":true,"subrefs":["a/b"]}`,
+		`{"started":"2026-12-01T08:49:17.749626+00:00","delayed":"2026-12-01T08:49:33.964126+00:00","purpose":"create","retries":2,"success":false,"failure":false,"message":"None","subrefs":["create_fn/create_fn.<locals>.check_c_status"]}`,
+		`{"message":"caf\u00e9 \ud83d\ude00 <&> \u007f"}`,
 		`{"retries":-1}`, `{"started":null}`, `[]`, `{`, `null`, `{"message":"\u0000"}`,
 	} {
 		f.Add(s)
@@ -28,6 +30,9 @@ func FuzzDecodeProgress(f *testing.F) {
 		}
 		if !SameProgress(rec, again) {
 			t.Fatalf("round trip changed the record of %q", raw)
+		}
+		if again.Encode() != rec.Encode() {
+			t.Fatalf("our encoding of %q is not a fixed point", raw)
 		}
 	})
 }
@@ -53,6 +58,9 @@ func FuzzDiffBase(f *testing.F) {
 		}
 		if !SameEssence(again, cleared) {
 			t.Fatalf("round trip changed the essence of %q", raw)
+		}
+		if enc := EncodeDiffBase(cleared); EncodeDiffBase(again) != enc {
+			t.Fatalf("our encoding of %q is not a fixed point: %q", raw, enc)
 		}
 	})
 }
