@@ -389,7 +389,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 }
 
 // purgeProgress removes every record of the cause's handlers and their sub-handlers (kopf's subrefs, as
-// the Python operator's create_fn/sub_* records).
+// the Python image's create_fn/create_fn.<locals>.sub_* records).
 func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
 	ann := u.GetAnnotations()
 	purge := func(id string) {
