@@ -114,6 +114,12 @@ func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructur
 	}})
 	adopted, err := h.kube.patch(ctx, PackageVariantGVR, pv.GetNamespace(), pv.GetName(), body)
 	if err != nil {
+		if framework.IsClass(err, framework.ClassConflict) {
+			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
+			if live, gerr := h.kube.get(ctx, c, PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
+				return live, nil
+			}
+		}
 		if framework.IsClass(err, framework.ClassConflict) || framework.IsClass(err, framework.ClassNotFound) {
 			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed while it was being adopted and will be looked at again")
 		}

@@ -298,3 +298,31 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 	_, left := getPV(t, srv, "owner-uid-1")
 	assert.False(t, left, "our package variant outlived the request")
 }
+
+// A fulfilled request of the Python image is left alone, its PackageVariant not adopted; deleting the
+// request deletes that PackageVariant by the same rule (the Python image would have orphaned it).
+func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	const label = "upgrade-delete"
+	u := provisioningRequest("upd-1", label, tmplOK, map[string]any{"clusterName": "edge-upd-1"})
+	pythonRequest(t, srv, u, kopf140.FulfilledAnnotations(u.Object["spec"].(map[string]any), map[string]string{"test": label}), map[string]any{
+		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-12-01T08:50:02Z"},
+	})
+	pv := pythonPackageVariant(t, srv, "upd-1", pythonSpec(tmplOK, "edge-upd-1", nil))
+
+	c := startChain(t, srv, label, func(c *Config) { c.Requeue = 500 * time.Millisecond }, nil)
+	eventually(t, 20*time.Second, func() bool {
+		got, _ := getPR(t, srv, "upd-1")
+		return len(got.GetFinalizers()) == 1
+	}, "the finalizer was never added")
+	time.Sleep(500 * time.Millisecond)
+	still, _ := getPV(t, srv, "upd-1")
+	assert.Equal(t, pv.GetResourceVersion(), still.GetResourceVersion(), "a fulfilled request's package variant was touched")
+
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "upd-1", metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "upd-1"); return !ok }, "request never went away")
+	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/upd-1"))
+	_, left := getPV(t, srv, "upd-1")
+	assert.False(t, left, "the Python image's package variant outlived its request")
+}
