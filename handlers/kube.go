@@ -106,12 +106,6 @@ func (k kube) update(ctx context.Context, gvr schema.GroupVersionResource, obj *
 	return u, framework.ClassifyAPIError(describe("update", gvr, obj.GetNamespace(), obj.GetName()), true, err)
 }
 
-// patch sends a JSON merge patch (a resourceVersion in it makes it conditional).
-func (k kube) patch(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, body []byte) (*unstructured.Unstructured, error) {
-	u, err := k.resource(gvr, ns).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{})
-	return u, framework.ClassifyAPIError(describe("patch", gvr, ns, name), true, err)
-}
-
 // delete removes exactly the object we looked at: the uid precondition refuses a same-named replacement.
 func (k kube) delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
 	opts := metav1.DeleteOptions{}

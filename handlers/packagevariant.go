@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -98,21 +97,31 @@ func (h *Handlers) isOurs(pv, pr *unstructured.Unstructured) bool {
 }
 
 // adopt makes the Python image's PackageVariant ours: our annotations, the owner label and the
-// ownerReference our own PackageVariants carry, added under its resourceVersion (a PackageVariant changed
-// meanwhile is looked at again, never overwritten). Once annotated it is ours like any other, so this
-// happens, and is logged and posted, once.
+// ownerReference our own PackageVariants carry, written with an update under its resourceVersion (the
+// shipped role grants update, not patch; a PackageVariant changed meanwhile is looked at again, never
+// overwritten). Once annotated it is ours like any other, so this happens, and is logged and posted, once.
 func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
 	pr := c.Object
 	want := h.desiredPackageVariant(pr, req)
-	owners := append([]any{}, toJSONList(pv.GetOwnerReferences())...)
-	owners = append(owners, toJSONList(want.GetOwnerReferences())...)
-	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": pv.GetResourceVersion(),
-		"annotations":     want.GetAnnotations(),
-		"labels":          want.GetLabels(),
-		"ownerReferences": owners,
-	}})
-	adopted, err := h.kube.patch(ctx, PackageVariantGVR, pv.GetNamespace(), pv.GetName(), body)
+	pv = pv.DeepCopy()
+	ann := pv.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for k, v := range want.GetAnnotations() {
+		ann[k] = v
+	}
+	pv.SetAnnotations(ann)
+	labels := pv.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range want.GetLabels() {
+		labels[k] = v
+	}
+	pv.SetLabels(labels)
+	pv.SetOwnerReferences(append(pv.GetOwnerReferences(), want.GetOwnerReferences()...))
+	adopted, err := h.kube.update(ctx, PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
 			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
@@ -129,17 +138,6 @@ func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructur
 	c.Logger.Info("adopted the Python image's package variant", stringField("packageVariant", pvRef(adopted)), stringField("uid", string(adopted.GetUID())))
 	c.Normal(EventAdopted, msg)
 	return adopted, nil
-}
-
-func toJSONList(refs []metav1.OwnerReference) []any {
-	out := make([]any, 0, len(refs))
-	for _, r := range refs {
-		b, _ := json.Marshal(r)
-		var m map[string]any
-		_ = json.Unmarshal(b, &m)
-		out = append(out, m)
-	}
-	return out
 }
 
 func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/" + pv.GetName() }

@@ -2,17 +2,23 @@ package handlers
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
@@ -325,4 +331,47 @@ func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *
 	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/upd-1"))
 	_, left := getPV(t, srv, "upd-1")
 	assert.False(t, left, "the Python image's package variant outlived its request")
+}
+
+// Adopting needs no more than the shipped role grants on PackageVariants (get, update): run as a service
+// account bound to manifests/base/rbac/chain.yaml's rules only.
+func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	ctx := context.Background()
+	raw, err := os.ReadFile("../manifests/base/rbac/chain.yaml")
+	require.NoError(t, err)
+	var role rbacv1.Role
+	require.NoError(t, yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---")[0]), &role))
+	require.Equal(t, "Role", role.Kind)
+	role.ObjectMeta = metav1.ObjectMeta{Name: "adopt-check-chain", Namespace: "default"}
+	_, err = srv.AdminClientset().RbacV1().Roles("default").Create(ctx, &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = srv.AdminClientset().RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "adopt-check-chain", Namespace: "default"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "adopt-check-chain"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "adopt-check", Namespace: "adopt-check"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	token, err := srv.ServiceAccountToken(ctx, "adopt-check", "adopt-check", "")
+	require.NoError(t, err)
+	clients, err := framework.NewClients(srv.ConfigForToken(token), framework.DefaultClientOptions())
+	require.NoError(t, err)
+	cfg, err := ConfigFromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	h := New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
+
+	pr := createPR(t, srv, provisioningRequest("adopt-rbac", "adopt-rbac", tmplOK, map[string]any{"clusterName": "edge-adopt-rbac"}))
+	pv := pythonPackageVariant(t, srv, "adopt-rbac", pythonSpec(tmplOK, "edge-adopt-rbac", nil))
+	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
+	req, err := ParseRequest(spec, nil)
+	require.NoError(t, err)
+	require.True(t, h.madeByThePythonImage(pv, pr, req))
+	cause := &framework.Cause{Object: pr, Logger: zaptest.NewLogger(t)}
+	adopted, err := h.adopt(ctx, cause, pv, req)
+	require.NoError(t, err, "the shipped role cannot adopt")
+	require.NotNil(t, adopted)
+	assert.Equal(t, pv.GetUID(), adopted.GetUID())
+	assert.Equal(t, string(pr.GetUID()), adopted.GetAnnotations()[AnnotationRequestUID])
+	assert.True(t, h.isOurs(adopted, pr))
 }
