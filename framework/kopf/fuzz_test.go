@@ -1,7 +1,10 @@
 package kopf
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Progress annotations can be written by anyone with patch rights: whatever they hold must neither panic
@@ -61,6 +64,43 @@ func FuzzDiffBase(f *testing.F) {
 		}
 		if enc := EncodeDiffBase(cleared); EncodeDiffBase(again) != enc {
 			t.Fatalf("our encoding of %q is not a fixed point: %q", raw, enc)
+		}
+	})
+}
+
+// Whatever a string holds, our Python-style encoding of it is ASCII-only JSON that decodes back to the
+// same string (invalid UTF-8 as U+FFFD, as any JSON encoder must), and of a time, the form it was read in.
+func FuzzPythonStrings(f *testing.F) {
+	for _, s := range []string{"", "create_fn.<locals>.x", "café 😀", "\x00\x7f\u2028", "\xff", `"\`, "2026-12-01T08:49:17.749626+00:00", "2026-12-01 08:49:17,5-0230", "2026-12-01T08:49:17"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var b strings.Builder
+		writePyString(&b, s)
+		out := b.String()
+		for i := 0; i < len(out); i++ {
+			if out[i] < 0x20 || out[i] > 0x7e {
+				t.Fatalf("non-printable-ASCII byte %#x in %q", out[i], out)
+			}
+		}
+		var back string
+		if err := json.Unmarshal([]byte(out), &back); err != nil {
+			t.Fatalf("%q encodes to invalid JSON %q: %v", s, out, err)
+		}
+		var want strings.Builder
+		for _, r := range s { // one U+FFFD per invalid byte, as ranging over the string gives
+			want.WriteRune(r)
+		}
+		if back != want.String() {
+			t.Fatalf("%q encodes to %q, which decodes to %q", s, out, back)
+		}
+		if strings.Contains(s, "<") && !strings.Contains(out, "<") {
+			t.Fatalf("< escaped in %q", out)
+		}
+		if tm, form, err := ParseTime(s); err == nil {
+			if again, form2, err := ParseTime(FormatTime(tm, form)); err != nil || form2 != form || !again.Equal(tm.Truncate(time.Microsecond)) {
+				t.Fatalf("time %q: formatted %q reads %v %v %v", s, FormatTime(tm, form), again, form2, err)
+			}
 		}
 	})
 }
