@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -162,6 +163,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fail("%v", err)
 	}
+	timeForm, err := kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT"))
+	if err != nil {
+		return fail("%v", err)
+	}
 	jsonLogs := o.logFormat == "json" || (o.logFormat == "auto" && framework.InCluster())
 	if o.logFormat != "json" && o.logFormat != "console" && o.logFormat != "auto" {
 		return fail("--log-format must be json, console or auto, got %q", o.logFormat)
@@ -203,7 +208,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
 		Workers: o.workers, Liveness: o.liveness, Namespace: podNS,
 		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
-		ShutdownTimeout: o.shutdownTimeout, Logger: log,
+		ShutdownTimeout: o.shutdownTimeout, Logger: log, TimeForm: timeForm,
 	})
 	if err != nil {
 		return fail("%v", err)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -161,4 +162,44 @@ func AsAPIError(err error) (*APIError, bool) {
 	var e *APIError
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// CheckNamedAnswer verifies that the answer to a named GET is the object asked for. client-go decodes
+// whatever the server (or something between) sends: a PackageVariantList fills an Unstructured without
+// error, a typed client given a list leaves its object empty. Taken at face value, such an answer reads
+// as "someone else's object" or "nothing there", and a finalizer could go while the real object still
+// exists. So a list, another kind (kind "" skips that check, for typed objects, whose kind is not kept),
+// another name or namespace is a protocol error: retryable (the next answer may be right), nothing
+// written. kind is the expected kind; namespace "" is a cluster-scoped object.
+func CheckNamedAnswer(op string, obj runtime.Object, apiVersion, kind, namespace, name string) error {
+	protocol := func(format string, a ...any) error {
+		return &APIError{Op: op, Class: ClassProtocol, Retryable: true, Err: fmt.Errorf(format, a...)}
+	}
+	if obj == nil {
+		return protocol("the answer to a named read holds no object")
+	}
+	if meta.IsListType(obj) {
+		return protocol("the answer to a named read is a list (%s)", obj.GetObjectKind().GroupVersionKind().Kind)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return protocol("the answer to a named read is not an object: %v", err)
+	}
+	if kind != "" {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Kind != kind || (apiVersion != "" && gvk.GroupVersion().String() != apiVersion) {
+			return protocol("the answer to a named read is a %q of %q, not a %q of %q", gvk.Kind, gvk.GroupVersion().String(), kind, apiVersion)
+		}
+	}
+	if m.GetName() != name || m.GetNamespace() != namespace {
+		return protocol("the answer to a named read is %q, not %q", objectPath(m.GetNamespace(), m.GetName()), objectPath(namespace, name))
+	}
+	return nil
+}
+
+func objectPath(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }

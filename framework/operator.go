@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
+
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
 
 // Options configure an Operator. Zero values take the defaults noted.
@@ -34,6 +36,9 @@ type Options struct {
 	MetricsNamespace string
 	// Prefix is the annotation prefix for progress and diff-base (kopf's persistence prefix). Required.
 	Prefix string
+	// TimeForm is how progress records we start write their times (kopf >= 1.37's aware form by default;
+	// kopf.TimeNaive for a kopf 1.36 image). A record read from the object keeps the form it was read in.
+	TimeForm kopf.TimeForm
 	// Workers is the number of concurrent passes per watched resource (default 4).
 	Workers int
 	// Liveness is kopf's --liveness URL; "" disables the listener.

@@ -375,7 +375,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 		if !(h.limited() || hs.finished() || hs.persisted != nil) {
 			continue
 		}
-		rec := hs.record()
+		rec := hs.record(c.op.opts.TimeForm)
 		if sameRecord(rec, hs.persisted) {
 			continue
 		}
@@ -389,7 +389,7 @@ func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *o
 }
 
 // purgeProgress removes every record of the cause's handlers and their sub-handlers (kopf's subrefs, as
-// the Python operator's create_fn/sub_* records).
+// the Python image's create_fn/create_fn.<locals>.sub_* records).
 func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
 	ann := u.GetAnnotations()
 	purge := func(id string) {

@@ -17,6 +17,10 @@ type handlerState struct {
 	failure bool
 	message string
 	subrefs []string
+	// form is the time form the record was read in (kept when it is rewritten, so the Python image that
+	// wrote it can read it again); formRead is false for a record we start, which takes the operator's.
+	form     kopf.TimeForm
+	formRead bool
 	// persisted is the record as last read from or written to the object, to write only on change.
 	persisted *kopf.ProgressRecord
 }
@@ -34,9 +38,10 @@ func decodeProgress(raw string, now time.Time) (*handlerState, error) {
 	st := &handlerState{persisted: rec, started: now}
 	at := func(p *string, into *time.Time) {
 		if p != nil {
-			*into, _ = kopf.ParseTime(*p) // DecodeProgress checked that they parse
+			*into, _, _ = kopf.ParseTime(*p) // DecodeProgress checked that they parse
 		}
 	}
+	st.form, st.formRead = rec.TimeForm()
 	at(rec.Started, &st.started)
 	at(rec.Stopped, &st.stopped)
 	at(rec.Delayed, &st.delayed)
@@ -55,11 +60,15 @@ func decodeProgress(raw string, now time.Time) (*handlerState, error) {
 	return st, nil
 }
 
-// record renders the state as kopf stores it: every field kopf writes, booleans and retries always present.
-func (s *handlerState) record() *kopf.ProgressRecord {
+// record renders the state as kopf stores it: every field kopf writes, booleans and retries always present,
+// times in the form the record was read in, else in form (the operator's setting).
+func (s *handlerState) record(form kopf.TimeForm) *kopf.ProgressRecord {
+	if s.formRead {
+		form = s.form
+	}
 	str := func(v string) *string { return &v }
 	rec := &kopf.ProgressRecord{
-		Started: str(kopf.FormatTime(s.started)),
+		Started: str(kopf.FormatTime(s.started, form)),
 		Retries: &s.retries,
 		Success: &s.success,
 		Failure: &s.failure,
@@ -67,10 +76,10 @@ func (s *handlerState) record() *kopf.ProgressRecord {
 	retries, success, failure := s.retries, s.success, s.failure
 	rec.Retries, rec.Success, rec.Failure = &retries, &success, &failure
 	if !s.stopped.IsZero() {
-		rec.Stopped = str(kopf.FormatTime(s.stopped))
+		rec.Stopped = str(kopf.FormatTime(s.stopped, form))
 	}
 	if !s.delayed.IsZero() {
-		rec.Delayed = str(kopf.FormatTime(s.delayed))
+		rec.Delayed = str(kopf.FormatTime(s.delayed, form))
 	}
 	if s.purpose != "" {
 		rec.Purpose = str(s.purpose)

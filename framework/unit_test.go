@@ -137,14 +137,14 @@ current-context: c
 
 func TestProgressRecordsOfBothKopfGenerationsDecode(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	// kopf 1.36 (the Python image): naive UTC.
+	// kopf 1.36: naive UTC.
 	hs, err := decodeProgress(`{"started":"2026-11-01T10:00:00.123456","delayed":"2026-11-01T10:01:00.000000","retries":2,"success":false,"failure":false,"message":"waiting"}`, now)
 	require.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 11, 1, 10, 0, 0, 123456000, time.UTC), hs.started)
 	assert.Equal(t, 2, hs.retries)
 	assert.Equal(t, "waiting", hs.message)
 	assert.False(t, hs.finished())
-	// kopf 1.44: offset-aware.
+	// kopf >= 1.37 (the released Python image pins 1.40.1): offset-aware.
 	hs, err = decodeProgress(`{"started":"2026-11-01T10:00:00.123456+00:00","stopped":"2026-11-01T10:00:05+00:00","success":true}`, now)
 	require.NoError(t, err)
 	assert.Equal(t, time.Date(2026, 11, 1, 10, 0, 0, 123456000, time.UTC), hs.started)
@@ -159,13 +159,28 @@ func TestProgressRecordsOfBothKopfGenerationsDecode(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 
-	// What we write reads back identically and is the compact JSON kopf writes.
+	// What we start is written in the operator's form (aware by default: kopf >= 1.37, the released
+	// image), reads back identically and is the compact JSON kopf writes.
 	in := &handlerState{started: hs.started, retries: 3, message: "x", delayed: now, purpose: "create"}
-	enc := encodeProgress(in.record())
-	assert.Equal(t, `{"started":"2026-11-30T12:00:00.000000","delayed":"2026-11-30T12:00:00.000000","purpose":"create","retries":3,"success":false,"failure":false,"message":"x"}`, enc)
+	enc := encodeProgress(in.record(kopf.TimeAware))
+	assert.Equal(t, `{"started":"2026-11-30T12:00:00.000000+00:00","delayed":"2026-11-30T12:00:00.000000+00:00","purpose":"create","retries":3,"success":false,"failure":false,"message":"x"}`, enc)
 	out, err := decodeProgress(enc, now)
 	require.NoError(t, err)
-	assert.True(t, sameRecord(in.record(), out.record()))
+	assert.True(t, sameRecord(in.record(kopf.TimeAware), out.record(kopf.TimeNaive)), "a record read aware stays aware")
+	assert.Equal(t, `{"started":"2026-11-30T12:00:00.000000","delayed":"2026-11-30T12:00:00.000000","purpose":"create","retries":3,"success":false,"failure":false,"message":"x"}`,
+		encodeProgress(in.record(kopf.TimeNaive)), "the kopf 1.36 option")
+
+	// A record keeps the form it was read in, whatever the operator's setting: the image that wrote it
+	// reads it again after a rollback.
+	naive, err := decodeProgress(`{"started":"2026-11-01T10:00:00.123456","retries":2,"success":false,"failure":false}`, now)
+	require.NoError(t, err)
+	naive.retries++
+	naive.delayed = now
+	assert.Equal(t, `{"started":"2026-11-01T10:00:00.123456","delayed":"2026-11-30T12:00:00.000000","retries":3,"success":false,"failure":false}`, encodeProgress(naive.record(kopf.TimeAware)))
+	aware, err := decodeProgress(`{"started":"2026-12-01T08:49:17.749626+00:00","retries":2,"success":false,"failure":false,"subrefs":["create_fn/create_fn.<locals>.sub_validations"]}`, now)
+	require.NoError(t, err)
+	aware.retries++
+	assert.Equal(t, `{"started":"2026-12-01T08:49:17.749626+00:00","retries":3,"success":false,"failure":false,"subrefs":["create_fn/create_fn.<locals>.sub_validations"]}`, encodeProgress(aware.record(kopf.TimeNaive)))
 }
 
 func TestEssenceLeavesOutKopfStateAndKubectlAnnotations(t *testing.T) {

@@ -67,6 +67,9 @@ type recorder struct {
 	reqs   []string // "METHOD path"
 	bodies []string
 	fault  func(req *http.Request) (drop bool)
+	// reroute, when set, may send a request elsewhere (another path) before it goes out, so the real
+	// server gives the answer the test wants the operator to see.
+	reroute func(req *http.Request) *http.Request
 }
 
 func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -81,8 +84,11 @@ func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
 		r.mu.Lock()
 		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
 		r.bodies = append(r.bodies, string(body))
-		fault := r.fault
+		fault, reroute := r.fault, r.reroute
 		r.mu.Unlock()
+		if reroute != nil {
+			req = reroute(req)
+		}
 		resp, err := rt.RoundTrip(req)
 		if err == nil && fault != nil && fault(req) {
 			// The server acted; the answer never reaches us.

@@ -43,7 +43,7 @@ func ownedByRequest(u *unstructured.Unstructured, uid string) bool {
 func (hs *InventoryHosts) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
 	ns, name := hs.cfg.Metal3Namespace, bmcSecretName(id)
 	secrets := hs.kube.CoreV1().Secrets(ns)
-	existing, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	existing, err := getSecret(ctx, c, secrets, ns, name)
 	switch {
 	case err == nil && existing.Annotations[AnnotationRequestUID] == string(c.Object.GetUID()):
 		return nil
@@ -94,7 +94,7 @@ func (hs *InventoryHosts) ensureBareMetalHost(ctx context.Context, c *framework.
 		c.Normal(EventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
 		return nil
 	case framework.IsClass(err, framework.ClassConflict):
-		live, gerr := hs.k.get(ctx, BareMetalHostGVR, ns, name)
+		live, gerr := hs.k.get(ctx, c, BareMetalHostGVR, ns, name)
 		if gerr != nil {
 			return gerr
 		}
@@ -131,7 +131,7 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 func (hs *InventoryHosts) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (gone bool, detail string, confirm bool, err error) {
 	uid := string(c.Object.GetUID())
 	ns := hs.cfg.Metal3Namespace
-	bmh, err := hs.k.get(ctx, BareMetalHostGVR, ns, bmhName(id))
+	bmh, err := hs.k.get(ctx, c, BareMetalHostGVR, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 	case err != nil:
@@ -148,7 +148,7 @@ func (hs *InventoryHosts) deleteMetal3(ctx context.Context, c *framework.Cause, 
 		return false, fmt.Sprintf("%s: BareMetalHost being removed", netbox.Identity(id)), false, nil
 	}
 	secrets := hs.kube.CoreV1().Secrets(ns)
-	sec, err := secrets.Get(ctx, bmcSecretName(id), metav1.GetOptions{})
+	sec, err := getSecret(ctx, c, secrets, ns, bmcSecretName(id))
 	switch cerr := framework.ClassifyAPIError("get Secret "+ns+"/"+bmcSecretName(id), false, err); {
 	case err == nil && sec.Annotations[AnnotationRequestUID] == uid:
 		pre := metav1.Preconditions{UID: &sec.UID}

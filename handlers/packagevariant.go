@@ -52,11 +52,92 @@ func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Requ
 	return pv
 }
 
-// ownsPackageVariant: the name is chosen by the request, so a PackageVariant of that name proves nothing;
-// it is this request's only if it carries this request's uid and targets its cluster.
-func ownsPackageVariant(pv, pr *unstructured.Unstructured, clusterName string) bool {
+// ownedByRequest: the name is chosen by the request, so a PackageVariant of that name proves nothing; it
+// is this request's if it carries this request's uid — the uid alone, so a refused clusterName change
+// (the request now names another cluster than the one its PackageVariant targets) does not make our own
+// PackageVariant look foreign to the release.
+func pvOwnedByRequest(pv, pr *unstructured.Unstructured) bool {
+	uid := string(pr.GetUID())
+	return uid != "" && pv.GetAnnotations()[AnnotationRequestUID] == uid
+}
+
+// madeByThePythonImage tells a PackageVariant the released Python image created for this request: it
+// writes neither ownership annotation (they came with the unreleased fix) nor any label (it sends
+// metadata.label, a string the API server drops). Such a PackageVariant is this request's when it has the
+// request's name, in our namespace, carries neither of our annotations, has exactly the spec the Python
+// image writes for this request (upstream repo / template / version, downstream package = clusterName,
+// the approval annotation, the labels mutator) and was created after the request (one created before it
+// is a leftover of an earlier request of that name: the Python image never deleted them). Anything else
+// without our annotations stays foreign.
+func (h *Handlers) madeByThePythonImage(pv, pr *unstructured.Unstructured, req Request) bool {
 	ann := pv.GetAnnotations()
-	return ann[AnnotationRequestUID] == string(pr.GetUID()) && clusterName != "" && ann[AnnotationDownstream] == clusterName
+	if _, ok := ann[AnnotationRequestUID]; ok {
+		return false
+	}
+	if _, ok := ann[AnnotationDownstream]; ok {
+		return false
+	}
+	if pv.GetName() != pr.GetName() || pv.GetNamespace() != h.cfg.PackageVariantNamespace || req.ClusterName == "" {
+		return false
+	}
+	if pv.GetCreationTimestamp().Time.Before(pr.GetCreationTimestamp().Time) {
+		return false
+	}
+	return reflect.DeepEqual(pv.Object["spec"], h.desiredPackageVariant(pr, req).Object["spec"])
+}
+
+// isOurs is the release's view: ours by uid, or the one the Python image made for this request.
+func (h *Handlers) isOurs(pv, pr *unstructured.Unstructured) bool {
+	if pvOwnedByRequest(pv, pr) {
+		return true
+	}
+	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
+	req, err := ParseRequest(spec, h.reservedKeys())
+	return err == nil && h.madeByThePythonImage(pv, pr, req)
+}
+
+// adopt makes the Python image's PackageVariant ours: our annotations, the owner label and the
+// ownerReference our own PackageVariants carry, written with an update under its resourceVersion (the
+// shipped role grants update, not patch; a PackageVariant changed meanwhile is looked at again, never
+// overwritten). Once annotated it is ours like any other, so this happens, and is logged and posted, once.
+func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
+	pr := c.Object
+	want := h.desiredPackageVariant(pr, req)
+	pv = pv.DeepCopy()
+	ann := pv.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	for k, v := range want.GetAnnotations() {
+		ann[k] = v
+	}
+	pv.SetAnnotations(ann)
+	labels := pv.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range want.GetLabels() {
+		labels[k] = v
+	}
+	pv.SetLabels(labels)
+	pv.SetOwnerReferences(append(pv.GetOwnerReferences(), want.GetOwnerReferences()...))
+	adopted, err := h.kube.update(ctx, PackageVariantGVR, pv)
+	if err != nil {
+		if framework.IsClass(err, framework.ClassConflict) {
+			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
+			if live, gerr := h.kube.get(ctx, c, PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
+				return live, nil
+			}
+		}
+		if framework.IsClass(err, framework.ClassConflict) || framework.IsClass(err, framework.ClassNotFound) {
+			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed while it was being adopted and will be looked at again")
+		}
+		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+	}
+	msg := fmt.Sprintf("Adopted package variant %s: the Python image created it for this request", pvRef(adopted))
+	c.Logger.Info("adopted the Python image's package variant", stringField("packageVariant", pvRef(adopted)), stringField("uid", string(adopted.GetUID())))
+	c.Normal(EventAdopted, msg)
+	return adopted, nil
 }
 
 func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/" + pv.GetName() }
@@ -78,14 +159,19 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		return nil, err
 	}
 	if found {
-		if !ownsPackageVariant(pv, pr, req.ClusterName) {
-			if pv.GetAnnotations()[AnnotationRequestUID] == string(pr.GetUID()) {
-				// Ours by uid, but for another cluster: the request's clusterName changed after creation.
-				return nil, h.fail(c, fmt.Sprintf("Provisioning request update failed; reason: clusterName cannot change "+
-					"from %q to %q after the package variant was created; delete and re-create the request",
-					pv.GetAnnotations()[AnnotationDownstream], req.ClusterName))
+		if !pvOwnedByRequest(pv, pr) {
+			if !h.madeByThePythonImage(pv, pr, req) {
+				return nil, h.conflict(c, pv)
 			}
-			return nil, h.conflict(c, pv)
+			if pv, err = h.adopt(ctx, c, pv, req); pv == nil {
+				return nil, err
+			}
+		}
+		if pv.GetAnnotations()[AnnotationDownstream] != req.ClusterName {
+			// Ours, but for another cluster: the request's clusterName changed after creation.
+			return nil, h.fail(c, fmt.Sprintf("Provisioning request update failed; reason: clusterName cannot change "+
+				"from %q to %q after the package variant was created; delete and re-create the request",
+				pv.GetAnnotations()[AnnotationDownstream], req.ClusterName))
 		}
 		if c.Reason == framework.ReasonUpdate {
 			return h.updatePackageVariant(ctx, c, pv, req)
@@ -102,11 +188,14 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 	if ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
 		// The answer was lost, or someone (maybe our own earlier create) got there first: only reading it
 		// back tells which; a blind retry could not.
-		live, gerr := h.kube.get(ctx, PackageVariantGVR, ns, name)
+		live, gerr := h.kube.get(ctx, c, PackageVariantGVR, ns, name)
 		switch {
-		case gerr == nil && ownsPackageVariant(live, pr, req.ClusterName):
+		case gerr == nil && pvOwnedByRequest(live, pr) && live.GetAnnotations()[AnnotationDownstream] == req.ClusterName:
 			c.Logger.Info("package variant create settled by read-back: it is ours", errField(err))
 			return live, nil
+		case gerr == nil && h.madeByThePythonImage(live, pr, req):
+			// Not in our cache yet when we looked: the Python image's, made for this request.
+			return h.adopt(ctx, c, live, req)
 		case gerr == nil:
 			return nil, h.conflict(c, live)
 		case framework.IsClass(gerr, framework.ClassNotFound):

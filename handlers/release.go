@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -17,17 +15,16 @@ import (
 // so every obstacle is retried and shown in the status.
 func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	pr := c.Object
-	clusterName, _, _ := unstructured.NestedString(pr.Object, "spec", "templateParameters", "clusterName")
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
 
 	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
-	pv, err := h.kube.get(ctx, PackageVariantGVR, ns, name)
+	pv, err := h.kube.get(ctx, c, PackageVariantGVR, ns, name)
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 		// Nothing of ours left there.
 	case err != nil:
 		return h.deleting(c, "Deleting; retrying after: "+err.Error())
-	case ownsPackageVariant(pv, pr, clusterName):
+	case h.isOurs(pv, pr):
 		if pv.GetDeletionTimestamp() == nil {
 			if err := h.kube.delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())

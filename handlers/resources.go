@@ -55,6 +55,7 @@ const (
 	EventDeleting    = "Deleting"    // deletion started
 	EventConflict    = "Conflict"    // a PackageVariant of that name belongs to someone else
 	EventCreated     = "Created"     // we created an object (PackageVariant, BareMetalHost, Secret)
+	EventAdopted     = "Adopted"     // we took over the PackageVariant the Python image made for the request
 	EventDeleted     = "Deleted"     // we deleted an object
 	EventHostClaimed = "HostClaimed"
 	EventHostFreed   = "HostReleased"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -18,9 +19,15 @@ const Marker = "kopf-managed"
 // ParseDiffBase reads a diff-base annotation. JSON null is kopf's "none" (found is false); anything that
 // is not a JSON object is an error the caller reports.
 func ParseDiffBase(raw string) (base map[string]any, found bool, err error) {
+	// Numbers stay as written (json.Number), so an essence read back re-encodes to the same bytes.
 	var v any
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
 		return nil, true, fmt.Errorf("malformed diff-base: %w", err)
+	}
+	if dec.More() {
+		return nil, true, fmt.Errorf("malformed diff-base: data after the JSON value")
 	}
 	if v == nil {
 		return nil, false, nil
@@ -32,10 +39,58 @@ func ParseDiffBase(raw string) (base map[string]any, found bool, err error) {
 	return m, true, nil
 }
 
-// EncodeDiffBase renders the essence as kopf does: compact JSON plus a trailing newline (for kubectl).
+// EncodeDiffBase renders the essence byte for byte as kopf does: json.dumps(essence, separators=(',', ':'))
+// plus a trailing newline (for kubectl). kopf builds the essence from the body as the API server serves it
+// (keys sorted) by dropping apiVersion, kind, metadata and status and then appending metadata.labels and
+// metadata.annotations, so "metadata" comes last, labels before annotations.
 func EncodeDiffBase(e map[string]any) string {
-	b, _ := json.Marshal(e) // an essence decoded from JSON always re-encodes
-	return string(b) + "\n"
+	var b strings.Builder
+	writePyJSON(&b, e, nil, essenceOrder)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func essenceOrder(path []string, keys []string) []string {
+	switch {
+	case len(path) == 0:
+		return moveLast(keys, "metadata")
+	case len(path) == 1 && path[0] == "metadata":
+		return moveFirst(keys, "labels", "annotations")
+	}
+	return keys
+}
+
+func moveLast(keys []string, last string) []string {
+	out := make([]string, 0, len(keys))
+	found := false
+	for _, k := range keys {
+		if k == last {
+			found = true
+			continue
+		}
+		out = append(out, k)
+	}
+	if found {
+		out = append(out, last)
+	}
+	return out
+}
+
+func moveFirst(keys []string, first ...string) []string {
+	out := make([]string, 0, len(keys))
+	for _, f := range first {
+		for _, k := range keys {
+			if k == f {
+				out = append(out, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		if !slices.Contains(first, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // MarkedPrefixes finds annotation prefixes that belong to kopf-style operators: any prefix carrying the

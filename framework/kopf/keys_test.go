@@ -10,14 +10,17 @@ import (
 
 const prPrefix = "provisioningrequests.o2ims.provisioning.oran.org"
 
-// The golden vectors of the brief: what the Python (kopf) operator wrote on real objects.
-func TestKeysMatchThePythonOperatorsAnnotations(t *testing.T) {
+// Golden vectors: the keys the released Python image (kopf 1.40.1) wrote on real objects. Its create_fn
+// declares its sub-handlers inside the function, so their ids carry Python's qualified name
+// ("create_fn.<locals>.sub_validations"); V2 keeps the whole id (`/` → `.`, `<`/`>` → `_`), V1 cuts the
+// whole key to 63 characters and appends the hash.
+func TestKeysMatchThePythonImagesAnnotations(t *testing.T) {
 	n := Namer{Prefix: prPrefix}
 	cases := []struct{ name, v1, v2 string }{
 		{"last-handled-configuration", "last-ha-a.A3qw", "last-handled-configuration"},
-		{"create_fn/sub_validations", "create_-9UaJzw", "create_fn.sub_validations"},
-		{"create_fn/sub_creation", "create_-.BW96w", "create_fn.sub_creation"},
-		{"create_fn/check_c_status", "create_-Y1OpkA", "create_fn.check_c_status"},
+		{"create_fn/create_fn.<locals>.sub_validations", "create_-FCg65g", "create_fn.create_fn._locals_.sub_validations"},
+		{"create_fn/create_fn.<locals>.sub_creation", "create_-1y2VFQ", "create_fn.create_fn._locals_.sub_creation"},
+		{"create_fn/create_fn.<locals>.check_c_status", "create_-PCIGzQ", "create_fn.create_fn._locals_.check_c_status"},
 		{"create_fn", "create_fn", "create_fn"},
 	}
 	for _, c := range cases {
@@ -72,19 +75,29 @@ func TestKeysAreDeduplicatedWhenV1EqualsV2(t *testing.T) {
 }
 
 func TestProgressRecordsOfBothKopfGenerationsParse(t *testing.T) {
-	rec, err := DecodeProgress(`{"started":"2026-11-01T10:00:00.123456","retries":2,"success":false,"failure":false,"message":"waiting","subrefs":["create_fn/sub_validations"]}`)
-	if err != nil || *rec.Retries != 2 || *rec.Message != "waiting" || rec.Subrefs[0] != "create_fn/sub_validations" {
+	rec, err := DecodeProgress(`{"started":"2026-11-01T10:00:00.123456","retries":2,"success":false,"failure":false,"message":"waiting","subrefs":["create_fn/create_fn.<locals>.sub_validations"]}`)
+	if err != nil || *rec.Retries != 2 || *rec.Message != "waiting" || rec.Subrefs[0] != "create_fn/create_fn.<locals>.sub_validations" {
 		t.Fatalf("kopf 1.36 record: %+v, %v", rec, err)
 	}
-	for _, s := range []string{"2026-11-01T10:00:00.123456", "2026-11-01T10:00:00.123456+00:00", "2026-11-01T10:00:00Z", "2026-11-01T10:00:00"} {
-		got, err := ParseTime(s)
-		if err != nil || got.Year() != 2026 || got.Location().String() != "UTC" {
-			t.Fatalf("ParseTime(%q) = %v, %v", s, got, err)
+	for s, form := range map[string]TimeForm{
+		"2026-11-01T10:00:00.123456": TimeNaive, "2026-11-01T10:00:00": TimeNaive, "2026-11-01 10:00:00,5": TimeNaive,
+		"2026-11-01T10:00:00.123456+00:00": TimeAware, "2026-11-01T10:00:00Z": TimeAware,
+		"2026-11-01T12:00:00+02": TimeAware, "2026-11-01T12:00:00.1+0200": TimeAware,
+	} {
+		got, f, err := ParseTime(s)
+		if err != nil || got.Year() != 2026 || got.Hour() != 10 || got.Location().String() != "UTC" || f != form {
+			t.Fatalf("ParseTime(%q) = %v, %v, %v", s, got, f, err)
 		}
 	}
-	if got := FormatTime(mustTime(t, "2026-11-30T12:00:00+02:00")); got != "2026-11-30T10:00:00.000000" {
-		t.Fatalf("FormatTime wrote %q, not kopf 1.36's naive UTC", got)
+	for _, bad := range []string{"", "yesterday", "2026-11-01", "2026-11-01T10:00", "2026-11-01T10:00:00.", "2026-11-01T10:00:00+2", "2026-11-01T10:00:00 UTC", "2026-13-01T10:00:00"} {
+		if _, _, err := ParseTime(bad); err == nil {
+			t.Fatalf("ParseTime accepted %q", bad)
+		}
 	}
+	at := mustTime(t, "2026-11-30T12:00:00.1234567+02:00")
+	assert.Equal(t, "2026-11-30T10:00:00.123456+00:00", FormatTime(at, TimeAware), "kopf >= 1.37: aware UTC, microseconds")
+	assert.Equal(t, "2026-11-30T10:00:00.123456", FormatTime(at, TimeNaive), "kopf 1.36: naive UTC")
+	assert.Equal(t, "2026-11-30T10:00:00.000000+00:00", FormatTime(mustTime(t, "2026-11-30T10:00:00Z"), TimeAware), "six digits always (timespec='microseconds')")
 	for _, bad := range []string{`{`, `[]`, `{"started":"yesterday"}`, `{"retries":-1}`, `{"retries":"2"}`, `{"delayed":"soon"}`} {
 		if _, err := DecodeProgress(bad); err == nil {
 			t.Fatalf("accepted %q", bad)
@@ -95,6 +108,21 @@ func TestProgressRecordsOfBothKopfGenerationsParse(t *testing.T) {
 	if !SameProgress(a, b) || SameProgress(a, nil) || !SameProgress(nil, nil) {
 		t.Fatal("SameProgress compares stored forms")
 	}
+	if _, ok := a.TimeForm(); ok {
+		t.Fatal("a record without times has no form")
+	}
+}
+
+func TestTimeFormSetting(t *testing.T) {
+	for v, want := range map[string]TimeForm{"": TimeAware, "aware": TimeAware, " Naive ": TimeNaive} {
+		got, err := ParseTimeForm(v)
+		assert.NoError(t, err, v)
+		assert.Equal(t, want, got, v)
+	}
+	_, err := ParseTimeForm("1.36")
+	assert.ErrorContains(t, err, `KOPF_TIME_FORMAT must be "aware"`)
+	assert.Equal(t, "naive", TimeNaive.String())
+	assert.Equal(t, "aware", TimeAware.String())
 }
 
 func TestDiffBaseParsingAndComparison(t *testing.T) {

@@ -1,0 +1,159 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+const pvPath = "/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants"
+
+// answerWith reroutes the named GET of one PackageVariant, while a mode is set, so the real API server
+// answers it with something else: the collection (a PackageVariantList), another PackageVariant, or an
+// object of another kind with the same name.
+func answerWith(name string, mode *atomic.Value, rerouted *atomic.Int32) func(*http.Request) *http.Request {
+	return func(req *http.Request) *http.Request {
+		m, _ := mode.Load().(string)
+		if m == "" || req.Method != http.MethodGet || req.URL.Path != pvPath+"/"+name {
+			return req
+		}
+		u := *req.URL
+		switch m {
+		case "list":
+			u.Path = pvPath
+		case "other-name":
+			u.Path = pvPath + "/" + name + "-other"
+		case "other-kind":
+			u.Path = "/apis/o2ims.provisioning.oran.org/v1alpha1/provisioningrequests/" + name
+		}
+		r := req.Clone(req.Context())
+		r.URL = &u
+		rerouted.Add(1)
+		return r
+	}
+}
+
+// A named GET answered with a list, another object or another kind is a protocol error: the release
+// keeps the finalizer and retries, never taking the answer for "not found" or "someone else's".
+func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	const name = "proto-release"
+	var mode atomic.Value
+	var rerouted atomic.Int32
+	mode.Store("")
+	other := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
+		"metadata": map[string]any{"name": name + "-other", "namespace": "default"},
+		"spec":     map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-proto-elsewhere"}},
+	}}
+	_, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), other, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	c := startChain(t, srv, "proto-release", func(c *Config) { c.Requeue = 300 * time.Millisecond },
+		&recorder{reroute: answerWith(name, &mode, &rerouted)})
+	createPR(t, srv, provisioningRequest(name, "proto-release", tmplOK, map[string]any{"clusterName": "edge-proto-release"}))
+	waitState(t, srv, name, StateFulfilled, 30*time.Second)
+
+	mode.Store("list")
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	for _, m := range []struct{ mode, says string }{
+		{"list", "is a list"},
+		{"other-name", `not "default/` + name + `"`},
+		{"other-kind", `"ProvisioningRequest"`},
+	} {
+		mode.Store(m.mode)
+		eventually(t, 30*time.Second, func() bool {
+			u, ok := getPR(t, srv, name)
+			return ok && CurrentStatus(u).State == StateDeleting && strings.Contains(CurrentStatus(u).Message, m.says)
+		}, "%s: the wrong answer was not reported", m.mode)
+		time.Sleep(time.Second) // passes at the 300ms requeue, each meeting the wrong answer
+		u, ok := getPR(t, srv, name)
+		require.True(t, ok, "%s: the finalizer went while the package variant exists", m.mode)
+		assert.Contains(t, CurrentStatus(u).Message, "protocol", m.mode)
+		assert.Contains(t, u.GetFinalizers(), Finalizer, m.mode)
+		_, exists := getPV(t, srv, name)
+		assert.True(t, exists, m.mode)
+		assert.Zero(t, c.rec.count("DELETE", "/packagevariants/"+name), "%s: deleted on a wrong answer", m.mode)
+	}
+	assert.Positive(t, rerouted.Load())
+
+	mode.Store("")
+	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, name); return !ok }, "the release never finished once the answers were right")
+	_, left := getPV(t, srv, name)
+	assert.False(t, left)
+	_, otherLeft := getPV(t, srv, name+"-other")
+	assert.True(t, otherLeft, "the other package variant was touched")
+}
+
+// A create whose answer was lost is settled by reading back; a list answered to that read is no
+// "foreign package variant" (no conflict, no failure): the request carries on.
+func TestReadBackAnsweredWithAListIsNoConflict(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	const name = "proto-readback"
+	var mode atomic.Value
+	var rerouted, dropped atomic.Int32
+	mode.Store("list")
+	rec := &recorder{
+		reroute: func(req *http.Request) *http.Request {
+			r := answerWith(name, &mode, &rerouted)(req)
+			if r != req {
+				mode.Store("") // one wrong answer
+			}
+			return r
+		},
+		fault: func(req *http.Request) bool {
+			return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
+		},
+	}
+	startChain(t, srv, "proto-readback", func(c *Config) { c.Requeue = 300 * time.Millisecond }, rec)
+	createPR(t, srv, provisioningRequest(name, "proto-readback", tmplOK, map[string]any{"clusterName": "edge-proto-readback"}))
+	waitState(t, srv, name, StateFulfilled, 30*time.Second)
+	assert.EqualValues(t, 1, rerouted.Load(), "the read-back was not answered with the list")
+	evs := eventsOf(t, srv, name)
+	assert.False(t, hasEvent(evs, corev1.EventTypeWarning, EventConflict, ""), "a list was taken for a foreign package variant")
+	assert.False(t, hasEvent(evs, corev1.EventTypeWarning, EventFailed, ""))
+}
+
+// The wrong answer is retried every pass; it is logged once per object and read, again only after a
+// right answer in between.
+func TestAWrongAnswerIsLoggedOncePerObject(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	cause := func(uid string) *framework.Cause {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetUID(types.UID(uid))
+		return &framework.Cause{Object: u, Logger: zap.New(core)}
+	}
+	wrong := framework.CheckNamedAnswer("get packagevariants default/x", &unstructured.Unstructured{Object: map[string]any{"items": []any{}}}, "", "", "default", "x")
+	require.Error(t, wrong)
+	a, b := cause("uid-a"), cause("uid-b")
+	for range 3 {
+		assert.True(t, errors.Is(noteAnswer(a, "get packagevariants default/x", wrong), wrong))
+	}
+	assert.Equal(t, 1, logs.Len(), "one line for three passes")
+	noteAnswer(b, "get packagevariants default/x", wrong)
+	noteAnswer(a, "get baremetalhosts metal3/netbox-1", wrong)
+	assert.Equal(t, 3, logs.Len(), "another request, another read: each said once")
+	assert.NoError(t, noteAnswer(a, "get packagevariants default/x", nil))
+	noteAnswer(a, "get packagevariants default/x", wrong)
+	assert.Equal(t, 4, logs.Len(), "said again after a right answer")
+	assert.Contains(t, logs.All()[0].Message, "protocol error")
+	assert.Nil(t, noteAnswer(nil, "op", nil))
+}

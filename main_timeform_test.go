@@ -1,0 +1,21 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBadKopfTimeFormatStopsTheOperatorAtStart(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), nil, func(k string) string {
+		if k == "KOPF_TIME_FORMAT" {
+			return "1.36"
+		}
+		return ""
+	}, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "o2ims-operator: KOPF_TIME_FORMAT must be \"aware\" (kopf >= 1.37, the released Python image) or \"naive\" (kopf 1.36), got \"1.36\"\n", stderr.String())
+}

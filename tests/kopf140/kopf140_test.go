@@ -1,0 +1,81 @@
+package kopf140
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func object(ann map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "o2ims.provisioning.oran.org/v1alpha1", "kind": "ProvisioningRequest",
+		"metadata": map[string]any{"name": "r"},
+		"spec":     map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{"clusterName": "c"}},
+	}}
+	u.SetAnnotations(ann)
+	return u
+}
+
+// The Python image's own state reads cleanly: the oracle accepts what kopf 1.40.1 wrote.
+func TestThePythonImagesOwnStateReadsCleanly(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 8, 49, 17, 749626000, time.UTC)
+	r := Read(object(MidFlightAnnotations(t0)))
+	assert.Empty(t, r.Problems)
+	require.Len(t, r.Records, 4)
+	cf := r.Records["create_fn"]
+	assert.Equal(t, 2, cf.Retries)
+	assert.Equal(t, t0, cf.Started)
+	assert.True(t, cf.Sleeping(t0.Add(time.Second)))
+	assert.False(t, cf.Sleeping(t0.Add(time.Minute)))
+	assert.True(t, r.Records["create_fn/create_fn.<locals>.sub_creation"].Success)
+	assert.Contains(t, cf.Raw, `"create_fn/create_fn.<locals>.check_c_status"`)
+
+	spec := map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{"clusterName": "c"}}
+	f := object(FulfilledAnnotations(spec, nil))
+	fr := Read(f)
+	assert.Empty(t, fr.Problems)
+	assert.True(t, fr.SeesNoChange(f))
+	f.Object["spec"].(map[string]any)["templateVersion"] = "v2"
+	assert.False(t, fr.SeesNoChange(f))
+}
+
+// What kopf 1.40.1 trips over is reported, one line each.
+func TestWhatKopf140CannotReadIsReported(t *testing.T) {
+	p := Prefix + "/"
+	cases := map[string]struct {
+		ann  map[string]string
+		want string
+	}{
+		"naive time":      {map[string]string{p + "create_fn": `{"started":"2026-12-01T08:56:48.639575","retries":1}`}, "raises TypeError"},
+		"naive delay":     {map[string]string{p + "create_fn": `{"started":"2026-12-01T08:56:48.639575+00:00","delayed":"2026-12-01T08:57:48.639575"}`}, "delayed"},
+		"not ISO":         {map[string]string{p + "create_fn": `{"started":"yesterday"}`}, "not ISO 8601"},
+		"not JSON":        {map[string]string{p + "create_fn": `{`}, "json.loads"},
+		"string retries":  {map[string]string{p + "create_fn": `{"retries":"2"}`}, "retries"},
+		"string success":  {map[string]string{p + "create_fn": `{"success":"false"}`}, "not a boolean"},
+		"made-up subref":  {map[string]string{p + "create_fn": `{"subrefs":["create_fn/sub_validations"]}`}, "no handler id"},
+		"made-up key":     {map[string]string{p + "create_-9UaJzw": `{}`}, "never reads"},
+		"our delete_fn":   {map[string]string{p + "delete_fn": `{}`}, "never reads"},
+		"keys disagree":   {map[string]string{p + "create_fn.create_fn._locals_.sub_creation": `{"retries":1}`, p + "create_-1y2VFQ": `{"retries":2}`}, "differ"},
+		"diff-base list":  {map[string]string{p + "last-handled-configuration": `[1]`}, "not an object"},
+		"marker":          {map[string]string{p + "kopf-managed": "true"}, "kopf-managed"},
+		"aware, non-UTC ": {map[string]string{p + "create_fn": `{"started":"2026-12-01T10:56:48.639575+02:00"}`}, ""},
+		"Z suffix":        {map[string]string{p + "create_fn": `{"started":"2026-12-01T08:56:48Z"}`}, ""},
+	}
+	for name, c := range cases {
+		r := Read(object(c.ann))
+		if c.want == "" {
+			assert.Empty(t, r.Problems, name)
+			continue
+		}
+		require.Len(t, r.Problems, 1, "%s: %v", name, r.Problems)
+		assert.Contains(t, r.Problems[0], c.want, name)
+	}
+	// HTML-escaped subrefs are the same JSON to kopf: readable, if not byte-identical.
+	r := Read(object(map[string]string{p + "create_fn": `{"subrefs":["create_fn/create_fn.\u003clocals\u003e.sub_creation"]}`}))
+	assert.Empty(t, r.Problems)
+	assert.True(t, strings.Contains(r.Records["create_fn"].Subrefs[0], "<locals>"))
+}
