@@ -96,6 +96,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 }
 
 func (m *metrics) apiError(label string) { m.apiErrors.WithLabelValues(label).Inc() }
+
 // reached records whether an attempt got an answer from a working NetBox.
 func (m *metrics) reached(ok bool) {
 	if ok {
