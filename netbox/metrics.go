@@ -13,10 +13,7 @@ type metrics struct {
 	apiErrors   *prometheus.CounterVec   // type: 401, 403, 404, 412, 429, 4xx, 5xx, timeout, transport, protocol
 	quarantines *prometheus.CounterVec   // reason: QuarantineReason
 	duration    *prometheus.HistogramVec // operation: status, list_custom_fields, list_devices, get_device, patch_device
-	// up is NetBox's reachability as last seen: 1 after an attempt NetBox answered (below 500), 0 after a
-	// timeout, a transport failure or a 5xx; 0 before the first attempt. No probe of its own: it costs
-	// nothing, and the startup check and every claim, search and release are attempts.
-	up prometheus.Gauge
+	up          *reachability            // o2ims_netbox_up
 }
 
 // Label values used by the client.
@@ -45,10 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration of NetBox HTTP attempts by operation.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"operation"}),
-		up: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "o2ims_netbox_up",
-			Help: "NetBox reachability as last seen: 1 after an answer below 500, 0 after a timeout, transport failure or 5xx (0 before the first call).",
-		}),
+		up: newReachability(),
 	}
 	if reg != nil {
 		var err error
@@ -98,13 +92,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 func (m *metrics) apiError(label string) { m.apiErrors.WithLabelValues(label).Inc() }
 
 // reached records whether an attempt got an answer from a working NetBox.
-func (m *metrics) reached(ok bool) {
-	if ok {
-		m.up.Set(1)
-	} else {
-		m.up.Set(0)
-	}
-}
+func (m *metrics) reached(ok bool) { m.up.observe(ok) }
 
 func (m *metrics) attempt(result string) { m.attempts.WithLabelValues(result).Inc() }
 func (m *metrics) quarantine(r QuarantineReason) {

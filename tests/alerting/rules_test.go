@@ -116,7 +116,7 @@ func TestEveryAlertHasSeverityAndARunbookSection(t *testing.T) {
 		assert.Equal(t, want, a.Annotations["runbook_url"], "%s: runbook_url", a.Alert)
 		body, ok := sections[a.Alert]
 		if assert.True(t, ok, "docs/runbook.md has no section \"## %s\"", a.Alert) {
-			for _, part := range []string{"**Meaning**", "**Confirm**", "**Fix**", "**Clears**"} {
+			for _, part := range []string{"**Meaning.**", "**Confirm.**", "**Fix.**", "**Clears.**"} {
 				assert.Contains(t, body, part, "runbook section %s lacks %s", a.Alert, part)
 			}
 		}
