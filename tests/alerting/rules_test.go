@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
@@ -196,4 +197,31 @@ func usedMetrics(f RuleFile) map[string]bool {
 		}
 	}
 	return out
+}
+
+// The monitoring overlay renders with the real kubectl (kustomize): the base, the ServiceMonitor and the
+// PrometheusRule, whose groups are the plain file's.
+func TestMonitoringOverlayRendersThePrometheusRule(t *testing.T) {
+	assets, err := kubeapi.Assets()
+	require.NoError(t, err)
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", repoFile(t, "manifests/monitoring")).CombinedOutput()
+	require.NoError(t, err, "kubectl kustomize manifests/monitoring:\n%s", out)
+	var rule *RuleFile
+	kinds := map[string]bool{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var obj struct {
+			Kind string   `json:"kind"`
+			Spec RuleFile `json:"spec"`
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		kinds[obj.Kind] = true
+		if obj.Kind == "PrometheusRule" {
+			rule = &obj.Spec
+		}
+	}
+	assert.True(t, kinds["ServiceMonitor"] && kinds["Deployment"], "kinds rendered: %v", kinds)
+	require.NotNil(t, rule, "no PrometheusRule rendered")
+	rules, err := LoadRules()
+	require.NoError(t, err)
+	assert.Equal(t, rules, *rule)
 }
