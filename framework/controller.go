@@ -88,6 +88,7 @@ func newController(op *Operator, w *Watch, informer cache.SharedIndexInformer) *
 		log:     op.log.With(zap.String("resource", name)),
 		objects: map[string]*objectState{},
 	}
+	op.metrics.initWatch(name, w)
 	return c
 }
 

@@ -23,17 +23,28 @@ const maxEventMessage = 1024
 // Events about cluster-scoped objects (a ProvisioningRequest) land in "default": the API server rejects
 // them anywhere else ("involvedObject.namespace: does not match event.namespace"; verified on v1.37.2), so
 // an operator-namespace placement is not possible. `kubectl describe` finds them there.
+//
+// client-go drops events silently when its queue is full; the metrics make that visible: posted counts
+// what was handed to the recorder, dispatched what its writer took off the queue (the correlator's key
+// function runs exactly once per dispatched event), so posted − dispatched is what was dropped or is still
+// queued (at most the queue's 1000).
 type eventRecorder struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	metrics     *Metrics
 }
 
-func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component string, log *zap.Logger) *eventRecorder {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&loggingSink{cs: cs, log: log})
+func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component string, log *zap.Logger, m *Metrics) *eventRecorder {
+	opts := record.CorrelatorOptions{KeyFunc: func(e *corev1.Event) (string, string) {
+		m.EventsDispatched.Inc()
+		return record.EventAggregatorByReasonFunc(e)
+	}}
+	b := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(opts))
+	b.StartRecordingToSink(&loggingSink{cs: cs, log: log, metrics: m})
 	return &eventRecorder{
 		broadcaster: b,
 		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}),
+		metrics:     m,
 	}
 }
 
@@ -41,6 +52,7 @@ func (r *eventRecorder) post(obj runtime.Object, eventType, reason, message stri
 	if len(message) > maxEventMessage {
 		message = message[:maxEventMessage-3] + "..."
 	}
+	r.metrics.EventsPosted.WithLabelValues(eventType).Inc()
 	r.recorder.Event(obj, eventType, reason, message)
 }
 
@@ -48,8 +60,9 @@ func (r *eventRecorder) shutdown() { r.broadcaster.Shutdown() }
 
 // loggingSink writes events with a bounded call and logs failures through the operator's logger.
 type loggingSink struct {
-	cs  kubernetes.Interface
-	log *zap.Logger
+	cs      kubernetes.Interface
+	log     *zap.Logger
+	metrics *Metrics
 }
 
 func (s *loggingSink) ctx() (context.Context, context.CancelFunc) {
@@ -81,6 +94,13 @@ func (s *loggingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error)
 }
 
 func (s *loggingSink) logFailure(op string, e *corev1.Event, err error) {
+	if s.metrics != nil {
+		result := "success"
+		if err != nil {
+			result = "error"
+		}
+		s.metrics.EventWrites.WithLabelValues(result).Inc()
+	}
 	if err != nil && s.log != nil {
 		s.log.Warn("posting an event failed", zap.String("op", op), zap.String("reason", e.Reason),
 			zap.String("object", e.InvolvedObject.Name), zap.Error(err))

@@ -20,7 +20,12 @@ type Metrics struct {
 	HandlerRetries    *prometheus.CounterVec
 	PermanentFailures *prometheus.CounterVec
 	Writes            *prometheus.CounterVec
-	workqueue         *workqueueMetrics
+	// Events: handed to client-go's recorder, taken off its queue by the writer (the difference was dropped
+	// or is still queued), and the writer's API calls by result.
+	EventsPosted     *prometheus.CounterVec
+	EventsDispatched prometheus.Counter
+	EventWrites      *prometheus.CounterVec
+	workqueue        *workqueueMetrics
 }
 
 func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
@@ -46,12 +51,85 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "object_patches_total",
 			Help: "Patches the framework sent for watched objects, by resource and subresource (object, status).",
 		}, []string{"resource", "subresource"}),
+		EventsPosted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "events_posted_total",
+			Help: "Kubernetes Events handed to client-go's recorder, by type (Normal, Warning).",
+		}, []string{"type"}),
+		EventsDispatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "events_dispatched_total",
+			Help: "Events taken off client-go's event queue by the writer; posted minus dispatched were dropped (queue full) or are still queued.",
+		}),
+		EventWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "event_writes_total",
+			Help: "Event writes (create, patch) sent to the API server, by result (success, error).",
+		}, []string{"result"}),
 		workqueue: newWorkqueueMetrics(),
 	}
-	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes)
+	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
+		m.EventsPosted, m.EventsDispatched, m.EventWrites)
+	// Known label values are exposed at zero from the start, so increase() and alerts see the first event.
+	for _, t := range []string{"Normal", "Warning"} {
+		m.EventsPosted.WithLabelValues(t)
+	}
+	for _, r := range []string{"success", "error"} {
+		m.EventWrites.WithLabelValues(r)
+	}
 	m.workqueue.register(reg)
 	registerClientGoMetrics(reg)
 	return m
+}
+
+// initWatch exposes every series a registered handler can produce at zero before its first run, so an
+// alert on increase() or rate() works against a fresh operator (a counter absent until its first event
+// has no HELP/TYPE and no earlier sample to compare with).
+func (m *Metrics) initWatch(resource string, w *Watch) {
+	ids := map[string]bool{}
+	for _, hs := range w.handlers {
+		for _, h := range hs {
+			ids[h.id] = true
+		}
+	}
+	for _, t := range w.timers {
+		ids[t.id] = true
+	}
+	for id := range ids {
+		for _, o := range []outcomeKind{outcomeSuccess, outcomeTemporary, outcomeError, outcomePermanent} {
+			m.HandlerRuns.WithLabelValues(resource, id, string(o))
+		}
+		for _, o := range []outcomeKind{outcomeTemporary, outcomeError} {
+			m.HandlerRetries.WithLabelValues(resource, id, string(o))
+		}
+		m.PermanentFailures.WithLabelValues(resource, id)
+	}
+	for _, sub := range []string{"object", "status"} {
+		m.Writes.WithLabelValues(resource, sub)
+	}
+}
+
+// registerOperatorGauges adds the gauges an SRE pages on when the operator itself is in trouble: ready
+// (startup done and caches synced: the NBI answers) and leading (this instance handles objects; always 1
+// once running without leader election). Read at scrape time from the operator's own flags.
+func registerOperatorGauges(namespace string, reg prometheus.Registerer, o *Operator) {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "operator_ready",
+			Help: "1 once startup activities succeeded and the informer caches synced (what /readyz answers), 0 otherwise.",
+		}, func() float64 { return b(o.Ready()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "operator_leading",
+			Help: "1 while this instance handles objects (holds the Lease with --leader-elect; always once running without it).",
+		}, func() float64 { return b(o.Leading()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "operator_leader_election_enabled",
+			Help: "1 when --leader-elect is on (replicas other than the leader stand by).",
+		}, func() float64 { return b(o.opts.LeaderElect) }),
+	)
 }
 
 // ---- workqueue (client-go MetricsProvider, per queue; names as component-base/controller-runtime) ----

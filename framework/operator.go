@@ -156,6 +156,7 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 		related: map[relatedKey]cache.SharedIndexInformer{}, failCh: make(chan error, 1),
 	}
 	o.metrics = newMetrics(opts.MetricsNamespace, opts.Registry)
+	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
 	if opts.Liveness != "" {
 		addr, path, err := ParseLiveness(opts.Liveness)
 		if err != nil {
@@ -225,7 +226,7 @@ func (o *Operator) Run(ctx context.Context) error {
 
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	defer stopInformers()
-	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log)
+	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics)
 	defer o.events.shutdown()
 	if err := o.buildControllers(); err != nil {
 		return err

@@ -78,7 +78,7 @@ func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Ho
 // maps Clusters to requests, and the related watches that wake a waiting request within a second of the
 // PackageVariant, Cluster or BareMetalHost changing.
 func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
-	h.metrics.cache = op.Cache()
+	h.metrics.cache, h.metrics.handlers = op.Cache(), h
 	w := op.Watch(ProvisioningRequestGVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
 	w.Index(IndexClusterName, func(u *unstructured.Unstructured) []string {
 		cn, _, _ := unstructured.NestedString(u.Object, "spec", "templateParameters", "clusterName")

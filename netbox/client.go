@@ -91,6 +91,7 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 		fieldPage:  1000,
 		maxPages:   10000,
 	}
+	m.up.setProbe(c.probeStatus)
 	c.log.Info("NetBox client configured", zap.Bool("customCA", cfg.CAFile != ""),
 		zap.Bool("plainHTTP", origin.Scheme == "http"), zap.Duration("timeout", cfg.Timeout))
 	return c, nil

@@ -28,3 +28,6 @@ func NewDeviceForTest(custom map[string]any) *Device {
 	c := &Client{cfg: Config{Fields: DefaultFieldNames()}}
 	return c.newDevice(1, "d1", StatusStaged, custom)
 }
+
+// SetDownProbeIntervalForTest changes how often a scrape probes a NetBox that was last seen down.
+func SetDownProbeIntervalForTest(c *Client, d time.Duration) { c.metrics.up.interval = d }

@@ -13,6 +13,7 @@ type metrics struct {
 	apiErrors   *prometheus.CounterVec   // type: 401, 403, 404, 412, 429, 4xx, 5xx, timeout, transport, protocol
 	quarantines *prometheus.CounterVec   // reason: QuarantineReason
 	duration    *prometheus.HistogramVec // operation: status, list_custom_fields, list_devices, get_device, patch_device
+	up          *reachability            // o2ims_netbox_up
 }
 
 // Label values used by the client.
@@ -41,6 +42,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration of NetBox HTTP attempts by operation.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"operation"}),
+		up: newReachability(),
 	}
 	if reg != nil {
 		var err error
@@ -54,6 +56,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 		if m.duration, err = register(reg, m.duration); err != nil {
+			return nil, err
+		}
+		if m.up, err = register(reg, m.up); err != nil {
 			return nil, err
 		}
 	}
@@ -85,6 +90,10 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 }
 
 func (m *metrics) apiError(label string) { m.apiErrors.WithLabelValues(label).Inc() }
+
+// reached records whether an attempt got an answer from a working NetBox.
+func (m *metrics) reached(ok bool) { m.up.observe(ok) }
+
 func (m *metrics) attempt(result string) { m.attempts.WithLabelValues(result).Inc() }
 func (m *metrics) quarantine(r QuarantineReason) {
 	m.quarantines.WithLabelValues(string(r)).Inc()

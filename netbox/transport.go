@@ -234,14 +234,17 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
 			err = &attemptTimeoutError{timeout: t.timeout}
 			t.metrics.apiError("timeout")
+			t.metrics.reached(false)
 		} else if parent.Err() == nil {
 			t.metrics.apiError("transport")
+			t.metrics.reached(false)
 		}
 		return nil, err
 	}
 	if label := statusLabel(resp.StatusCode); label != "" {
 		t.metrics.apiError(label)
 	}
+	t.metrics.reached(resp.StatusCode < 500)
 	// The attempt's deadline must also cover reading the body.
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil

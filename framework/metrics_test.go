@@ -1,0 +1,136 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// series reads one sample of a gathered family by its labels; found is false when the series is absent.
+func series(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// An alert on increase() needs the series before its first event: every registered handler's runs,
+// retries (by kind) and permanent failures, and the patch counters, exist at 0 once the operator runs and
+// before any object exists; so do the readiness and leading gauges.
+func TestHandlerCountersExistAtZeroBeforeTheFirstEvent(t *testing.T) {
+	t.Parallel()
+	to := newTestOperator(t, "metrics-zero", Options{MetricsNamespace: "zero"}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(context.Context, *Cause) error { return nil })
+		w.OnResume("create_fn", func(context.Context, *Cause) error { return nil })
+		w.OnDelete("delete_fn", func(context.Context, *Cause) error { return nil })
+		w.OnTimer("tick", time.Hour, time.Hour, func(context.Context, *Cause) error { return nil })
+	})
+	reg := to.op.Registry()
+	ready, ok := series(t, reg, "zero_operator_ready", nil)
+	require.True(t, ok, "the readiness gauge exists before Run")
+	assert.Zero(t, ready)
+	to.start(t)
+
+	res := "widgets.test.o2ims.io"
+	for _, h := range []string{"create_fn", "delete_fn", "tick"} {
+		for _, kind := range []string{"temporary", "error"} {
+			v, ok := series(t, reg, "zero_handler_retries_total", map[string]string{"resource": res, "handler": h, "kind": kind})
+			assert.True(t, ok, "retries of %s (%s) exposed before the first retry", h, kind)
+			assert.Zero(t, v)
+		}
+		for _, outcome := range []string{"success", "temporary", "error", "permanent"} {
+			_, ok := series(t, reg, "zero_handler_runs_total", map[string]string{"resource": res, "handler": h, "outcome": outcome})
+			assert.True(t, ok, "runs of %s (%s)", h, outcome)
+		}
+		_, ok := series(t, reg, "zero_handler_permanent_failures_total", map[string]string{"resource": res, "handler": h})
+		assert.True(t, ok, "permanent failures of %s", h)
+	}
+	for _, sub := range []string{"object", "status"} {
+		_, ok := series(t, reg, "zero_object_patches_total", map[string]string{"resource": res, "subresource": sub})
+		assert.True(t, ok, "patches (%s)", sub)
+	}
+	for _, typ := range []string{"Normal", "Warning"} {
+		_, ok := series(t, reg, "zero_events_posted_total", map[string]string{"type": typ})
+		assert.True(t, ok, "events posted (%s)", typ)
+	}
+	ready, _ = series(t, reg, "zero_operator_ready", nil)
+	leading, _ := series(t, reg, "zero_operator_leading", nil)
+	le, _ := series(t, reg, "zero_operator_leader_election_enabled", nil)
+	assert.Equal(t, []float64{1, 1, 0}, []float64{ready, leading, le}, "ready, leading, leader election")
+}
+
+// client-go's recorder drops events silently beyond its queue; posted − dispatched shows it. With the
+// writer stuck on the first write, 3000 posted events fill the queues: some are dispatched, the rest are
+// dropped, and once the writer is free again dispatched stays below posted by exactly what was lost.
+func TestEventMetricsShowWhatClientGoDropped(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset()
+	release := make(chan struct{})
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return true, a.(k8stesting.CreateAction).GetObject(), nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newMetrics("ev", prometheus.NewRegistry())
+	r := newEventRecorder(ctx, cs, "test", zap.NewNop(), m)
+	defer r.shutdown()
+	const posted = 3000
+	for i := 0; i < posted; i++ {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%d", i), Namespace: "default", UID: "u"}}
+		r.post(pod, corev1.EventTypeWarning, "Test", "message")
+	}
+	close(release)
+	assert.Equal(t, float64(posted), testutil.ToFloat64(m.EventsPosted.WithLabelValues("Warning")))
+	// Drained: dispatched stops moving.
+	var last float64 = -1
+	eventually(t, 30*time.Second, func() bool {
+		d := testutil.ToFloat64(m.EventsDispatched)
+		settled := d == last
+		last = d
+		if !settled {
+			time.Sleep(200 * time.Millisecond)
+		}
+		return settled
+	}, "the event writer never drained")
+	dispatched := testutil.ToFloat64(m.EventsDispatched)
+	assert.Greater(t, dispatched, 0.0)
+	assert.Less(t, dispatched, float64(posted), "the queue overflowed, so some events were dropped")
+	assert.Equal(t, dispatched, testutil.ToFloat64(m.EventWrites.WithLabelValues("success")),
+		"every dispatched event (distinct objects: no aggregation) was written")
+}

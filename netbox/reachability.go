@@ -1,0 +1,85 @@
+package netbox
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// downProbeInterval: while NetBox is down as last seen, a scrape probes /api/status/ at most this often,
+// so o2ims_netbox_up recovers (and its alert clears) without waiting for a request that needs NetBox.
+const downProbeInterval = 30 * time.Second
+
+// reachability is o2ims_netbox_up: NetBox's reachability as last seen by the client's own attempts (the
+// startup check, searches, claims, releases). It costs nothing while NetBox answers; only while the last
+// attempt failed does a scrape start one bounded status probe, one at a time.
+type reachability struct {
+	gauge    prometheus.Gauge
+	up       atomic.Bool
+	last     atomic.Int64 // unix nanoseconds of the last attempt; 0 = none yet (nothing to recover from)
+	probing  atomic.Bool
+	probe    atomic.Pointer[func()]
+	interval time.Duration
+}
+
+func newReachability() *reachability {
+	return &reachability{
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "o2ims_netbox_up",
+			Help: "NetBox reachability as last seen: 1 after an answer below 500, 0 after a timeout, transport failure or 5xx (0 before the first call).",
+		}),
+		interval: downProbeInterval,
+	}
+}
+
+// observe records one attempt's result.
+func (r *reachability) observe(ok bool) {
+	r.up.Store(ok)
+	r.last.Store(time.Now().UnixNano())
+	if ok {
+		r.gauge.Set(1)
+	} else {
+		r.gauge.Set(0)
+	}
+}
+
+// setProbe installs the status probe once (a second client on the same registry shares the first's).
+func (r *reachability) setProbe(fn func()) { r.probe.CompareAndSwap(nil, &fn) }
+
+func (r *reachability) maybeProbe() {
+	last := r.last.Load()
+	fn := r.probe.Load()
+	if fn == nil || last == 0 || r.up.Load() || time.Since(time.Unix(0, last)) < r.interval {
+		return
+	}
+	if !r.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.probing.Store(false)
+		(*fn)()
+	}()
+}
+
+// Describe implements prometheus.Collector.
+func (r *reachability) Describe(ch chan<- *prometheus.Desc) { r.gauge.Describe(ch) }
+
+// Collect implements prometheus.Collector: the value as last seen (a probe started now lands later).
+func (r *reachability) Collect(ch chan<- prometheus.Metric) {
+	r.maybeProbe()
+	r.gauge.Collect(ch)
+}
+
+// probeStatus is the recovery probe: one status read, bounded like a call with its retries.
+func (c *Client) probeStatus() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.Timeout)
+	defer cancel()
+	if _, err := c.netboxVersion(ctx); err != nil {
+		c.log.Debug("NetBox still unreachable", zap.Error(err))
+		return
+	}
+	c.log.Info("NetBox answers again")
+}
