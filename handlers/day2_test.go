@@ -111,13 +111,20 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "terminal")
 	first := inv.addHost(t, srv, "t-1", 48, "admin")
-	cfg := func(c *Config) { inv.namespaces(c); c.CreationTimeout = 4 * time.Second; c.Requeue = 300 * time.Millisecond }
+	cfg := func(c *Config) {
+		inv.namespaces(c)
+		c.CreationTimeout = 4 * time.Second
+		c.Requeue = 300 * time.Millisecond
+	}
 	c := startChain(t, srv, "terminal", cfg, nil, inv.client)
 	createPR(t, srv, provisioningRequest("terminal-1", "terminal", tmplOK, hostsParams("edge-terminal-1",
 		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 48}})))
 	failed := waitState(t, srv, "terminal-1", StateFailed, 30*time.Second)
 	assert.Contains(t, CurrentStatus(failed).Message, "timed out after 4s")
-	eventually(t, 10*time.Second, func() bool { v, ok := gaugeValue(t, c.op.Registry(), "o2ims_hosts_held_by_failed_requests"); return ok && v == 1 },
+	eventually(t, 10*time.Second, func() bool {
+		v, ok := gaugeValue(t, c.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		return ok && v == 1
+	},
 		"the failed request's host is not counted")
 	c.stop(t)
 
@@ -147,7 +154,10 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	patchPR(t, srv, "terminal-1", `{"spec":{"templateParameters":{"hosts":[{"role":"worker","count":1,"selector":{"cpu_cores":48}}]}}}`)
 	done := waitState(t, srv, "terminal-1", StateFulfilled, 30*time.Second)
 	assert.Equal(t, []string{netbox.Identity(first)}, resourceIDs(done))
-	eventually(t, 10*time.Second, func() bool { v, ok := gaugeValue(t, c2.op.Registry(), "o2ims_hosts_held_by_failed_requests"); return ok && v == 0 },
+	eventually(t, 10*time.Second, func() bool {
+		v, ok := gaugeValue(t, c2.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		return ok && v == 0
+	},
 		"the gauge still counts a request that is no longer failed")
 }
 
