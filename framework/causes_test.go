@@ -201,28 +201,28 @@ func TestFieldFilteredUpdateHandlerIgnoresLabelAndAnnotationEdits(t *testing.T) 
 		w.OnUpdate("any_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
 	})
 	to.start(t)
-	create(t, widget(label, "f1", map[string]any{"size": 1}))
+	create(t, widget(label, "field-1", map[string]any{"size": 1}))
 	eventually(t, 20*time.Second, func() bool {
-		return mustGet(t, "f1").GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+		return mustGet(t, "field-1").GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
 	}, "create never finished")
 	dyn := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR)
 	patch := func(body string) {
-		_, err := dyn.Patch(context.Background(), "f1", types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		_, err := dyn.Patch(context.Background(), "field-1", types.MergePatchType, []byte(body), metav1.PatchOptions{})
 		require.NoError(t, err)
 	}
 	baseHas := func(what string) bool {
-		return strings.Contains(mustGet(t, "f1").GetAnnotations()[testPrefix+"/last-handled-configuration"], what)
+		return strings.Contains(mustGet(t, "field-1").GetAnnotations()[testPrefix+"/last-handled-configuration"], what)
 	}
 
 	patch(`{"metadata":{"labels":{"argocd.argoproj.io/instance":"edge"}}}`)
-	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "f1")) == 1 && baseHas("argocd.argoproj.io/instance") },
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 1 && baseHas("argocd.argoproj.io/instance") },
 		"the label edit was not handled by the unfiltered handler")
 	patch(`{"metadata":{"annotations":{"fluxcd.io/sync-checksum":"abc"}}}`)
-	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "f1")) == 2 && baseHas("fluxcd.io/sync-checksum") },
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 2 && baseHas("fluxcd.io/sync-checksum") },
 		"the annotation edit was not handled by the unfiltered handler")
-	assert.Empty(t, log.of("spec_fn", "f1"), "a label or annotation edit ran the spec handler")
+	assert.Empty(t, log.of("spec_fn", "field-1"), "a label or annotation edit ran the spec handler")
 
 	patch(`{"spec":{"size":2}}`)
-	eventually(t, 20*time.Second, func() bool { return len(log.of("spec_fn", "f1")) == 1 }, "the spec change never ran the spec handler")
-	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "f1")) == 3 }, "the unfiltered handler missed the spec change")
+	eventually(t, 20*time.Second, func() bool { return len(log.of("spec_fn", "field-1")) == 1 }, "the spec change never ran the spec handler")
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 3 }, "the unfiltered handler missed the spec change")
 }
