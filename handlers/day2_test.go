@@ -146,7 +146,7 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	assert.Equal(t, before.Object["status"], after.Object["status"], "a failed request's status moved")
 	assert.Empty(t, c2.rec.writes("/provisioningrequests/terminal-1/status"), "status written for a failed request")
 	assert.Empty(t, c2.rec.writes("/baremetalhosts"), "registration for a failed request")
-	assert.Zero(t, c2.rec.count("POST", "/packagevariants"), "package variant written for a failed request")
+	assert.Empty(t, c2.rec.writes("/packagevariants"), "package variant written for a failed request")
 	d, _ := inv.sim.Device(first)
 	assert.Equal(t, "active", d.Status, "the failed request's host stays claimed")
 
