@@ -3,6 +3,9 @@ SHELL    := bash
 BIN      := bin/o2ims-operator
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 8s
+# make chaos: the model-based day-2 run (handlers/model_test.go)
+MODEL_SEQUENCES ?= 12
+MODEL_STEPS     ?= 40
 IMAGE    ?= o2ims-operator:$(VERSION)
 # The real kube-apiserver, kubectl and etcd, built from the Go module proxy once and cached.
 ASSETS    = $(shell ./hack/tools.sh)
@@ -47,6 +50,8 @@ bench: tools build
 
 chaos: tools build
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_MODEL_SEQUENCES=$(MODEL_SEQUENCES) O2IMS_MODEL_STEPS=$(MODEL_STEPS) O2IMS_MODEL_REPORT=$(CURDIR)/docs/chaos.md \
+		go test -count=1 -timeout 40m -run TestModelDay2Sequences ./handlers/
 
 image:
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +186,43 @@ func TestOwnProgressHandlersGetNoRetryEventsForWaiting(t *testing.T) {
 	evs := events(t, "default", "op1")
 	assert.False(t, hasEvent(evs, corev1.EventTypeNormal, EventHandlerRetrying, ""), "no event for waiting")
 	assert.False(t, hasEvent(evs, corev1.EventTypeNormal, EventHandlerSucceeded, ""), "no echo of the handler's own success")
+}
+
+// An update handler with Field("spec") runs on spec changes only: label and annotation edits still move
+// the diff-base (so they are never looked at again), but run nothing; a handler without a field runs on
+// every essential change, as before.
+func TestFieldFilteredUpdateHandlerIgnoresLabelAndAnnotationEdits(t *testing.T) {
+	t.Parallel()
+	label := "field"
+	var log calls
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+		w.OnUpdate("spec_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil }, Field("spec"))
+		w.OnUpdate("any_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
+	})
+	to.start(t)
+	create(t, widget(label, "field-1", map[string]any{"size": 1}))
+	eventually(t, 20*time.Second, func() bool {
+		return mustGet(t, "field-1").GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
+	}, "create never finished")
+	dyn := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR)
+	patch := func(body string) {
+		_, err := dyn.Patch(context.Background(), "field-1", types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	baseHas := func(what string) bool {
+		return strings.Contains(mustGet(t, "field-1").GetAnnotations()[testPrefix+"/last-handled-configuration"], what)
+	}
+
+	patch(`{"metadata":{"labels":{"argocd.argoproj.io/instance":"edge"}}}`)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 1 && baseHas("argocd.argoproj.io/instance") },
+		"the label edit was not handled by the unfiltered handler")
+	patch(`{"metadata":{"annotations":{"fluxcd.io/sync-checksum":"abc"}}}`)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 2 && baseHas("fluxcd.io/sync-checksum") },
+		"the annotation edit was not handled by the unfiltered handler")
+	assert.Empty(t, log.of("spec_fn", "field-1"), "a label or annotation edit ran the spec handler")
+
+	patch(`{"spec":{"size":2}}`)
+	eventually(t, 20*time.Second, func() bool { return len(log.of("spec_fn", "field-1")) == 1 }, "the spec change never ran the spec handler")
+	eventually(t, 20*time.Second, func() bool { return len(log.of("any_fn", "field-1")) == 3 }, "the unfiltered handler missed the spec change")
 }

@@ -95,7 +95,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	// rotated token is used on the very next request instead of after client-go's one-minute cache.
 	if cfg.BearerTokenFile != "" {
 		src := &fileToken{path: cfg.BearerTokenFile}
-		if _, err := src.token(); err != nil {
+		if err := src.initial(); err != nil {
 			return nil, err
 		}
 		cfg.BearerToken, cfg.BearerTokenFile = "", ""
@@ -149,19 +149,58 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 func refuseRedirect(*http.Request, []*http.Request) error { return ErrRedirectRefused }
 
 // fileToken reads a bearer token file, again only when its size or mtime changed (kubelet swaps the
-// projected token atomically, which changes both).
+// projected token atomically, which changes both). A file that is briefly unreadable or empty (mid-swap,
+// a remount) is not a configuration failure: the last good token is used meanwhile and the file read
+// again on the next request; with no good token yet, the error is a temporary one (retried).
 type fileToken struct {
 	path  string
 	mu    sync.Mutex
 	mod   time.Time
 	size  int64
 	value string
+	// last is the last token read successfully; kept when value is forgotten after a 401.
+	last string
 }
 
+// errTokenUnavailable: the token file cannot be read now and no earlier token is at hand. It is not a
+// ConfigError, so it classifies as a transport failure: retryable, nothing sent.
+type errTokenUnavailable struct{ err error }
+
+func (e *errTokenUnavailable) Error() string {
+	return "bearer token temporarily unavailable: " + e.err.Error()
+}
+func (e *errTokenUnavailable) Unwrap() error { return e.err }
+
+// Timeout and Temporary make it a net.Error: a failure to reach the server, for whoever classifies it.
+func (e *errTokenUnavailable) Timeout() bool   { return false }
+func (e *errTokenUnavailable) Temporary() bool { return true }
+
 func (f *fileToken) token() (string, error) {
+	tok, err := f.read()
+	if err == nil {
+		return tok, nil
+	}
+	f.mu.Lock()
+	last := f.last
+	f.mu.Unlock()
+	if last != "" {
+		return last, nil
+	}
+	return "", &errTokenUnavailable{err}
+}
+
+// initial reads the token at start: a missing or empty file then is a configuration error.
+func (f *fileToken) initial() error {
+	if _, err := f.read(); err != nil {
+		return &ConfigError{err}
+	}
+	return nil
+}
+
+func (f *fileToken) read() (string, error) {
 	fi, err := os.Stat(f.path)
 	if err != nil {
-		return "", &ConfigError{fmt.Errorf("reading the bearer token file: %w", err)}
+		return "", fmt.Errorf("reading the bearer token file: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -170,13 +209,13 @@ func (f *fileToken) token() (string, error) {
 	}
 	b, err := os.ReadFile(f.path)
 	if err != nil {
-		return "", &ConfigError{fmt.Errorf("reading the bearer token file: %w", err)}
+		return "", fmt.Errorf("reading the bearer token file: %w", err)
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return "", &ConfigError{fmt.Errorf("the bearer token file %s is empty", f.path)}
+		return "", fmt.Errorf("the bearer token file %s is empty", f.path)
 	}
-	f.value, f.mod, f.size = tok, fi.ModTime(), fi.Size()
+	f.value, f.last, f.mod, f.size = tok, tok, fi.ModTime(), fi.Size()
 	return tok, nil
 }
 
@@ -188,7 +227,7 @@ type tokenTransport struct {
 func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	tok, err := t.src.token()
 	if err != nil {
-		// No request is sent without a usable token: a configuration failure of its own.
+		// No request is sent without a token: retried, as any failure to reach the server.
 		return nil, err
 	}
 	r := req.Clone(req.Context())

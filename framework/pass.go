@@ -174,7 +174,7 @@ func (c *controller) handlersFor(reason Reason, initial bool) []*handlerSpec {
 
 func (c *controller) handleCause(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch,
 	st *objectState, reason Reason, ess, base map[string]any, initial bool, now time.Time, log *zap.Logger) passResult {
-	handlers := c.handlersFor(reason, initial)
+	every := c.handlersFor(reason, initial)
 	if st.cause != reason {
 		// A new cause starts from what the object says, not from what the previous cause left in memory.
 		st.cause = reason
@@ -182,6 +182,8 @@ func (c *controller) handleCause(ctx context.Context, key string, u *unstructure
 		st.delaySetAt = map[string]time.Time{}
 		st.lastRetry = map[string]string{}
 	}
+	// Field filters (Field("spec")): an update that touches no handler's field runs none of them.
+	handlers := concerned(every, reason, base, ess, st.handlers)
 	for _, h := range handlers {
 		if _, ok := st.handlers[h.id]; ok {
 			continue
@@ -232,7 +234,7 @@ func (c *controller) handleCause(ctx context.Context, key string, u *unstructure
 	}
 
 	// The cause is done: purge progress, then record it as kopf does.
-	c.purgeProgress(u, p, st, handlers)
+	c.purgeProgress(u, p, st, every)
 	switch reason {
 	case ReasonDelete:
 		p.finalizers = removeString(u.GetFinalizers(), c.w.finalizer)

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
 
 // Reason is why a handler runs, decided as kopf decides it (causes.go).
@@ -45,6 +47,8 @@ func OwnProgressEvents() HandlerOption { return func(h *handlerSpec) { h.ownProg
 
 type handlerSpec struct {
 	ownProgress bool
+	// field limits an update handler to changes under this path of the essence (nil = any change).
+	field       []string
 	id          string
 	reason      Reason
 	fn          HandlerFunc
@@ -54,6 +58,56 @@ type handlerSpec struct {
 	// timers only
 	interval     time.Duration
 	initialDelay time.Duration
+}
+
+// Field limits an update handler to changes of one field of the object (kopf's on.update(field=...)):
+// Field("spec") is not run when only labels or annotations changed. An update that concerns no handler
+// still completes: its diff-base is stored, so the same edit is never looked at again.
+func Field(path ...string) HandlerOption {
+	if len(path) == 0 {
+		panic("framework: Field needs a path")
+	}
+	return func(h *handlerSpec) { h.field = append([]string(nil), path...) }
+}
+
+// concerns tells whether an update from base to ess touches the handler's field.
+func (h *handlerSpec) concerns(base, ess map[string]any) bool {
+	if h.field == nil {
+		return true
+	}
+	before, _ := fieldAt(base, h.field)
+	after, _ := fieldAt(ess, h.field)
+	return !kopf.SameEssence(map[string]any{"v": before}, map[string]any{"v": after})
+}
+
+func fieldAt(m map[string]any, path []string) (any, bool) {
+	var cur any = m
+	for _, k := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = mm[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// concerned keeps the handlers an update concerns. A handler already running in this cause stays: the
+// change that started it was its own, and dropping it halfway (say, the spec was reverted while it ran)
+// would leave its work half done with nothing to finish it.
+func concerned(handlers []*handlerSpec, reason Reason, base, ess map[string]any, running map[string]*handlerState) []*handlerSpec {
+	if reason != ReasonUpdate {
+		return handlers
+	}
+	out := handlers[:0:0]
+	for _, h := range handlers {
+		if hs := running[h.id]; (hs != nil && !hs.finished()) || h.concerns(base, ess) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // limited handlers persist their progress on every pass: the retry count and start time are what make

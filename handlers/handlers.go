@@ -101,7 +101,9 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 	// The chain reports progress in the request's status and posts an event per state change itself.
 	w.OnCreate(HandlerCreate, h.Provision, framework.OwnProgressEvents())
 	w.OnResume(HandlerCreate, h.Provision, framework.OwnProgressEvents())
-	w.OnUpdate("update_fn", h.Provision, framework.OwnProgressEvents())
+	// Only a spec change is an update (kopf's on.update(field="spec")): GitOps tools' labels and
+	// annotations never re-drive a request.
+	w.OnUpdate("update_fn", h.Update, framework.Field("spec"), framework.OwnProgressEvents())
 	w.OnDelete(HandlerDelete, h.Release, framework.OwnProgressEvents())
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,20 +28,19 @@ const (
 // request, claim them with conditional writes, register them with Metal3 and wait until they are
 // available; on delete, undo it in reverse with checkpoints.
 type InventoryHosts struct {
-	cfg     Config
-	nb      *netbox.Client
-	kube    kubernetes.Interface
-	k       kube
-	claimed *prometheus.Desc
-	cache   *framework.Cache
+	cfg    Config
+	nb     *netbox.Client
+	kube   kubernetes.Interface
+	k      kube
+	gauges hostGauges
+	cache  *framework.Cache
 }
 
 // NewInventoryHosts builds the step on a NetBox client.
 func NewInventoryHosts(cfg Config, nb *netbox.Client, clients *framework.Clients, reg prometheus.Registerer) *InventoryHosts {
 	hs := &InventoryHosts{
 		cfg: cfg, nb: nb, kube: clients.Kubernetes, k: kube{dyn: clients.Dynamic},
-		claimed: prometheus.NewDesc("o2ims_hosts_claimed",
-			"Inventory hosts currently claimed by requests, from the requests' own records (no pool scan).", nil, nil),
+		gauges: newHostGauges(),
 	}
 	if reg != nil {
 		reg.MustRegister(hs)
@@ -77,9 +77,16 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 	cluster := req.ClusterName
 
 	// Claim the candidates recorded by an earlier pass (the record landed first; now the claim).
+	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion.
+	releasing, releaseSoon, err := hs.releaseSlots(ctx, c, slots, func(s hostSlot) bool { return s.Surplus })
+	if err != nil {
+		return HostsResult{}, err
+	}
+	slots = slices.DeleteFunc(slots, func(s hostSlot) bool { return s.Surplus && !s.holds() })
+
 	for i := range slots {
 		s := &slots[i]
-		if s.Phase != phaseCandidate {
+		if s.Surplus || s.Phase != phaseCandidate {
 			continue
 		}
 		if err := hs.claim(ctx, c, s, uid, cluster); err != nil {
@@ -92,7 +99,7 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 	for _, h := range req.Hosts {
 		var empty []*hostSlot
 		for i := range slots {
-			if slots[i].Role == h.Role && slots[i].ID == "" {
+			if !slots[i].Surplus && slots[i].Role == h.Role && slots[i].ID == "" {
 				empty = append(empty, &slots[i])
 			}
 		}
@@ -124,7 +131,7 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 	claimed, available := 0, 0
 	for i := range slots {
 		s := &slots[i]
-		if s.Phase != phaseClaimed {
+		if s.Surplus || s.Phase != phaseClaimed {
 			continue
 		}
 		claimed++
@@ -139,8 +146,14 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 		}
 	}
 
-	total := len(slots)
-	if available == total {
+	total := 0
+	for _, s := range slots {
+		if !s.Surplus {
+			total++
+		}
+	}
+	if available == total && len(releasing) == 0 {
+		// Ready only once the surplus is back in the pool: the request reports exactly what it holds.
 		ids := make([]string, 0, total)
 		for _, s := range slots {
 			ids = append(ids, s.ID)
@@ -149,6 +162,9 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 	}
 	var parts []string
 	parts = append(parts, fmt.Sprintf("%d of %d hosts claimed", claimed, total))
+	if len(releasing) > 0 {
+		parts = append(parts, fmt.Sprintf("releasing %d hosts no longer requested: %s", len(releasing), strings.Join(releasing, "; ")))
+	}
 	if len(missing) > 0 {
 		var m []string
 		for _, role := range sortedRoles(missing) {
@@ -162,7 +178,7 @@ func (hs *InventoryHosts) Ensure(ctx context.Context, c *framework.Cause, req Re
 	if len(waiting) > 0 && len(waiting) <= 3 {
 		parts = append(parts, strings.Join(waiting, "; "))
 	}
-	return HostsResult{Message: strings.Join(parts, "; "), Soon: chose}, nil
+	return HostsResult{Message: strings.Join(parts, "; "), Soon: chose || releaseSoon}, nil
 }
 
 // claim takes one recorded candidate: read it with its ETag, check it is still free, resolve its BMC
@@ -186,18 +202,20 @@ func (hs *InventoryHosts) claim(ctx context.Context, c *framework.Cause, s *host
 		s.Phase = phaseClaimed
 		return hs.register(ctx, c, s, dev, cluster, nil)
 	}
-	if !dev.Free() {
+	// Free, or staged with our uid still on it (an admin's half-reset): ours to take, never forgotten with
+	// our uid on it (no other request could ever claim it then).
+	if !dev.ClaimableBy(uid) {
 		c.Logger.Info("candidate taken by another request; choosing again", zap.String("host", s.ID))
 		*s = hostSlot{Role: s.Role, Index: s.Index}
 		return nil
 	}
 	if reason, msg, bad := dev.BMCDataProblem(); bad {
-		return hs.quarantine(ctx, c, s, dev, reason, msg)
+		return hs.setAside(ctx, c, s, dev, uid, reason, msg)
 	}
 	creds, err := resolveCredentials(ctx, hs.kube, hs.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	if errors.As(err, &problem) {
-		return hs.quarantine(ctx, c, s, dev, problem.reason, problem.message)
+		return hs.setAside(ctx, c, s, dev, uid, problem.reason, problem.message)
 	}
 	if err != nil {
 		return err
@@ -216,12 +234,35 @@ func (hs *InventoryHosts) claim(ctx context.Context, c *framework.Cause, s *host
 	return hs.register(ctx, c, s, dev, cluster, creds)
 }
 
+// setAside takes a candidate with a deterministic defect out of the choice: quarantined when it is free;
+// when it still carries our uid (half-reset), our uid is cleared first (a quarantine never touches an
+// owned device), so it is free for the next pass to quarantine or for someone to fix.
+func (hs *InventoryHosts) setAside(ctx context.Context, c *framework.Cause, s *hostSlot, dev *netbox.Device, uid string,
+	reason netbox.QuarantineReason, msg string) error {
+	if dev.OwnedBy(uid) {
+		if _, err := hs.nb.Release(ctx, dev.ID, uid); err != nil {
+			return inventoryError(err)
+		}
+		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
+			zap.String("host", s.ID), zap.String("reason", string(reason)))
+		*s = hostSlot{Role: s.Role, Index: s.Index}
+		return nil
+	}
+	return hs.quarantine(ctx, c, s, dev, reason, msg)
+}
+
 func (hs *InventoryHosts) quarantine(ctx context.Context, c *framework.Cause, s *hostSlot, dev *netbox.Device,
 	reason netbox.QuarantineReason, msg string) error {
-	if err := hs.nb.Quarantine(ctx, dev, reason, msg); err != nil && !netbox.IsKind(err, netbox.KindPrecondition) {
+	switch err := hs.nb.Quarantine(ctx, dev, reason, msg); {
+	case err == nil:
+		// Only a committed quarantine is announced.
+		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
+	case netbox.IsKind(err, netbox.KindPrecondition):
+		// The device changed since our read (412): whoever changed it decides; not quarantined by us.
+		c.Logger.Info("candidate changed before its quarantine; choosing again", zap.String("host", s.ID))
+	default:
 		return inventoryError(err)
 	}
-	c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
 	*s = hostSlot{Role: s.Role, Index: s.Index}
 	return nil
 }
@@ -271,12 +312,26 @@ func (hs *InventoryHosts) Release(ctx context.Context, c *framework.Cause) (bool
 	}
 	before := append([]hostSlot(nil), slots...)
 	defer func() { writeSlots(c, before, slots) }()
+	pending, soon, err := hs.releaseSlots(ctx, c, slots, func(hostSlot) bool { return true })
+	if err != nil {
+		return false, "", false, err
+	}
+	if len(pending) > 0 {
+		return false, strings.Join(pending, "; "), soon, nil
+	}
+	return true, "", false, nil
+}
+
+// releaseSlots moves every selected slot one release step on, from the last slot to the first: our
+// Metal3 objects gone (checkpoint phaseMetal3Released, in a pass of its own), then the device back to the
+// pool (phaseReleased). pending says what is still under way; soon asks for a prompt next pass.
+func (hs *InventoryHosts) releaseSlots(ctx context.Context, c *framework.Cause, slots []hostSlot, selected func(hostSlot) bool) ([]string, bool, error) {
 	uid := string(c.Object.GetUID())
 	var pending []string
 	soon := false
 	for i := len(slots) - 1; i >= 0; i-- {
 		s := &slots[i]
-		if s.ID == "" || s.Phase == phaseReleased {
+		if !selected(*s) || !s.holds() {
 			continue
 		}
 		id, err := netbox.ParseIdentity(s.ID)
@@ -288,7 +343,7 @@ func (hs *InventoryHosts) Release(ctx context.Context, c *framework.Cause) (bool
 		case phaseCandidate, phaseClaimed:
 			gone, detail, confirm, err := hs.deleteMetal3(ctx, c, id)
 			if err != nil {
-				return false, "", false, err
+				return nil, false, err
 			}
 			if gone {
 				// The checkpoint lands before NetBox hears of it, in a pass of its own.
@@ -301,44 +356,19 @@ func (hs *InventoryHosts) Release(ctx context.Context, c *framework.Cause) (bool
 		case phaseMetal3Released:
 			res, err := hs.nb.Release(ctx, id, uid)
 			if err != nil {
-				return false, "", false, inventoryError(err)
+				return nil, false, inventoryError(err)
 			}
 			s.Phase = phaseReleased
 			if res == netbox.Released {
 				c.Normal(EventHostFreed, fmt.Sprintf("Released host %s back to the pool", s.ID))
 			}
+		default:
+			// An unknown phase (someone's edit) is released from the start: every step is idempotent.
+			s.Phase = phaseClaimed
+			pending, soon = append(pending, s.ID+": releasing"), true
 		}
 	}
-	if len(pending) > 0 {
-		return false, strings.Join(pending, "; "), soon, nil
-	}
-	for _, s := range slots {
-		if s.ID != "" && s.Phase != phaseReleased {
-			return false, "returning hosts to the pool", true, nil
-		}
-	}
-	return true, "", false, nil
-}
-
-// Describe and Collect make the claimed-hosts gauge: counted from the requests' records at scrape time.
-func (hs *InventoryHosts) Describe(ch chan<- *prometheus.Desc) { ch <- hs.claimed }
-
-// Collect implements prometheus.Collector.
-func (hs *InventoryHosts) Collect(ch chan<- prometheus.Metric) {
-	n := 0
-	if hs.cache != nil {
-		if list, err := hs.cache.List(ProvisioningRequestGVR, ""); err == nil {
-			for _, u := range list {
-				slots, _ := readSlots(u)
-				for _, s := range slots {
-					if s.Phase == phaseClaimed {
-						n++
-					}
-				}
-			}
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(hs.claimed, prometheus.GaugeValue, float64(n))
+	return pending, soon, nil
 }
 
 func idsInUse(slots []hostSlot) map[int32]bool {

@@ -24,13 +24,21 @@ const (
 	phaseReleased = "released"
 )
 
-// hostSlot is one requested host: the i-th of a role.
+// hostSlot is one requested host: the i-th of a role. A surplus slot is a host the spec no longer asks for
+// (its role's count was lowered or the role removed): it is released like on deletion, checkpoint by
+// checkpoint, and dropped from the record once it is back in the pool.
 type hostSlot struct {
-	Role  string `json:"role"`
-	Index int    `json:"index"`
-	ID    string `json:"id,omitempty"`
-	Phase string `json:"phase,omitempty"`
+	Role    string `json:"role"`
+	Index   int    `json:"index"`
+	ID      string `json:"id,omitempty"`
+	Phase   string `json:"phase,omitempty"`
+	Surplus bool   `json:"surplus,omitempty"`
 }
+
+// holds tells whether the slot may hold a device: a candidate's claim may have landed unanswered.
+func (s hostSlot) holds() bool { return s.ID != "" && s.Phase != phaseReleased }
+
+func (s hostSlot) key() string { return fmt.Sprintf("%s/%d", s.Role, s.Index) }
 
 const extensionsHosts = "hosts"
 
@@ -52,12 +60,19 @@ func readSlots(u *unstructured.Unstructured) ([]hostSlot, error) {
 	return slots, nil
 }
 
-// plan lays the request's roles out as slots, keeping what was recorded for each (role, index).
+// plan lays the request's roles out as slots, keeping what was recorded for each (role, index). Recorded
+// slots the spec no longer has and that may hold a device become surplus, after the requested ones, in
+// their recorded order (released from the end, so a role's highest index goes first); surplus that holds
+// nothing any more is dropped. A position asked for again while its old host is still being released gets
+// a fresh slot: the old host is never taken back halfway through its release.
 func plan(req Request, recorded []hostSlot) []hostSlot {
 	byKey := map[string]hostSlot{}
 	for _, s := range recorded {
-		byKey[fmt.Sprintf("%s/%d", s.Role, s.Index)] = s
+		if !s.Surplus {
+			byKey[s.key()] = s
+		}
 	}
+	wanted := map[string]bool{}
 	var out []hostSlot
 	for _, h := range req.Hosts {
 		for i := 0; i < h.Count; i++ {
@@ -65,7 +80,43 @@ func plan(req Request, recorded []hostSlot) []hostSlot {
 			if !ok {
 				s = hostSlot{Role: h.Role, Index: i}
 			}
+			wanted[s.key()] = true
 			out = append(out, s)
+		}
+	}
+	for _, s := range recorded {
+		if s.Surplus && s.holds() {
+			out = append(out, s)
+		}
+	}
+	for _, s := range recorded {
+		if !s.Surplus && !wanted[s.key()] && s.holds() {
+			s.Surplus = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// settled: every requested position has a claimed host and no surplus is left to release, so the hosts
+// step has nothing to claim, choose or release.
+func settled(req Request, recorded []hostSlot) bool {
+	for _, s := range plan(req, recorded) {
+		if s.Surplus || s.Phase != phaseClaimed {
+			return false
+		}
+	}
+	return true
+}
+
+// heldHosts lists the recorded hosts that may still be held (claimed, or a candidate whose claim may
+// have landed).
+func heldHosts(u *unstructured.Unstructured) []string {
+	slots, _ := readSlots(u)
+	var out []string
+	for _, s := range slots {
+		if s.holds() {
+			out = append(out, s.ID)
 		}
 	}
 	return out
@@ -84,6 +135,9 @@ func writeSlots(c *framework.Cause, before, after []hostSlot) {
 		}
 		if s.Phase != "" {
 			m["phase"] = s.Phase
+		}
+		if s.Surplus {
+			m["surplus"] = true
 		}
 		list = append(list, m)
 	}

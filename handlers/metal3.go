@@ -107,6 +107,9 @@ func (hs *InventoryHosts) ensureBareMetalHost(ctx context.Context, c *framework.
 	}
 }
 
+// maxMetal3Message bounds one host's Metal3 error in a status message (several may be listed).
+const maxMetal3Message = 300
+
 // hostReady: Metal3 reports the host available (its deprecated alias "ready" too) and manageable.
 func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 	state, _, _ := unstructured.NestedString(bmh.Object, "status", "provisioning", "state")
@@ -117,7 +120,9 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 	if op == "error" {
 		errType, _, _ := unstructured.NestedString(bmh.Object, "status", "errorType")
 		msg, _, _ := unstructured.NestedString(bmh.Object, "status", "errorMessage")
-		return false, fmt.Sprintf("%s: %s", errType, msg)
+		// Metal3's text is someone else's: it may quote the BMC address (with credentials) or a token, and
+		// span lines. It reaches the status as NetBox's errors do.
+		return false, netbox.SanitizeMessage(fmt.Sprintf("%s: %s", errType, msg), maxMetal3Message)
 	}
 	if state == "" {
 		state = "not registered yet"

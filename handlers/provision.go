@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,15 +12,27 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
-// Provision is the create/resume/update handler: one observation per pass along validate → hosts →
+// Provision is the create and resume handler: one observation per pass along validate → hosts →
 // PackageVariant → rendering → Cluster → fulfilled. Each step either completes within the pass and the next
 // one is looked at, or the pass ends with the request's status saying what it waits for.
 func (h *Handlers) Provision(ctx context.Context, c *framework.Cause) error {
+	return h.provision(ctx, c, false)
+}
+
+// Update is the update handler. It is registered with framework.Field("spec"), so it runs only when the
+// spec changed: labels, annotations and status never re-drive a request.
+func (h *Handlers) Update(ctx context.Context, c *framework.Cause) error {
+	return h.provision(ctx, c, true)
+}
+
+func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChanged bool) error {
 	pr := c.Object
 	cur := CurrentStatus(pr)
-	if cur.State == StateFulfilled && c.Reason != framework.ReasonUpdate {
-		// Fulfilled is where a request stops: resuming must not re-drive a finished one (its PackageVariant
-		// may be gone on purpose, and re-rendering would report it progressing after it was reported done).
+	terminal := cur.State == StateFulfilled || cur.State == StateFailed
+	if terminal && !specChanged {
+		// Fulfilled and failed are where a request stops until its spec changes: resuming must not re-drive
+		// it (a fulfilled one's PackageVariant may be gone on purpose; a failed one must claim, register
+		// and write nothing more). Its hosts stay claimed until it is deleted or its spec changes.
 		return nil
 	}
 	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
@@ -27,17 +40,34 @@ func (h *Handlers) Provision(ctx context.Context, c *framework.Cause) error {
 	if err != nil {
 		return h.fail(c, "Provisioning request validation failed; reason: "+err.Error())
 	}
-	if c.Reason == framework.ReasonUpdate && cur.State != StateProgressing && cur.State != "" {
+	if specChanged && terminal {
 		// A changed spec re-drives a finished request, with a budget of its own from now.
 		c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), "extensions", budgetStartKey)
-		h.setStatus(c, StateProgressing, "Provisioning request updated; provisioning again")
+		msg := "Provisioning request updated; provisioning again"
+		if cur.State == StateFailed {
+			msg = fmt.Sprintf("Provisioning request updated after it failed; provisioning again with a new budget of %s from the change", h.cfg.CreationTimeout)
+		}
+		h.setStatus(c, StateProgressing, msg)
 		return &framework.TemporaryError{Message: "re-driving after an update", Delay: time.Millisecond}
 	}
 
 	var hostIDs []string
-	if len(req.Hosts) > 0 {
+	recorded, _ := readSlots(pr)
+	if len(req.Hosts) > 0 || len(heldHosts(pr)) > 0 {
 		if h.hosts == nil {
-			return h.fail(c, "Provisioning request validation failed; reason: hosts are requested but no inventory is configured (NETBOX_URL is not set)")
+			if len(req.Hosts) > 0 {
+				return h.fail(c, "Provisioning request validation failed; reason: hosts are requested but no inventory is configured (NETBOX_URL is not set)")
+			}
+			return h.waitWithinBudget(c, "hosts", fmt.Sprintf("Hosts are being prepared: %d hosts no longer requested are still claimed; releasing them needs the inventory (NETBOX_URL is not set)", len(heldHosts(pr))), "")
+		}
+		if !settled(req, recorded) && h.expired(pr, c.Now) {
+			// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
+			// a request that ran out of budget claims and registers nothing more.
+			msg := cur.Message
+			if !strings.HasPrefix(msg, "Hosts are being prepared") {
+				msg = "Hosts are being prepared"
+			}
+			return h.waitWithinBudget(c, "hosts", msg, "")
 		}
 		res, err := h.hosts.Ensure(ctx, c, req)
 		if err != nil {

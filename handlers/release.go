@@ -3,10 +3,14 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
+
+// EventReleaseBlocked: a deletion cannot release what the request holds (the inventory is not configured).
+const EventReleaseBlocked = "ReleaseBlocked"
 
 // Release is the delete handler (the Python operator had none and orphaned everything). It undoes the
 // chain in reverse: our PackageVariant first (and waits until it is gone), then the inventory hosts; only
@@ -36,7 +40,18 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
 	}
 
-	if h.hosts != nil {
+	if h.hosts == nil {
+		if held := heldHosts(pr); len(held) > 0 {
+			// Dropping the finalizer now would leave the hosts claimed in NetBox and registered in Metal3
+			// for good: the release waits for an operator that has the inventory configured.
+			msg := fmt.Sprintf("Deleting; %d hosts (%s) are still claimed and cannot be released: the inventory is not configured (NETBOX_URL is not set); set NETBOX_URL to release them",
+				len(held), strings.Join(held, ", "))
+			if CurrentStatus(pr).Message != truncateMessage(msg) {
+				c.Warning(EventReleaseBlocked, msg)
+			}
+			return h.deleting(c, msg)
+		}
+	} else {
 		done, msg, soon, err := h.hosts.Release(ctx, c)
 		if err != nil {
 			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())

@@ -12,6 +12,14 @@ import (
 // maxMessage bounds provisioningMessage: an API error can be long, and the message is read by people.
 const maxMessage = 1024
 
+// truncateMessage bounds a message as setStatus stores it.
+func truncateMessage(message string) string {
+	if len(message) > maxMessage {
+		message = message[:maxMessage-3] + "..."
+	}
+	return message
+}
+
 // ProvisioningStatus is status.provisioningStatus as the CRD defines it.
 type ProvisioningStatus struct {
 	State, Message, UpdateTime string
@@ -26,9 +34,7 @@ func CurrentStatus(u *unstructured.Unstructured) ProvisioningStatus {
 // setStatus records state and message. provisioningUpdateTime (UTC RFC 3339) moves only when one of them
 // changes, so a pass that observes nothing new writes nothing; every state change posts an Event.
 func (h *Handlers) setStatus(c *framework.Cause, state, message string) {
-	if len(message) > maxMessage {
-		message = message[:maxMessage-3] + "..."
-	}
+	message = truncateMessage(message)
 	cur := CurrentStatus(c.Object)
 	if cur.State == state && cur.Message == message {
 		return

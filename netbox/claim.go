@@ -33,8 +33,7 @@ func (c *Client) Claim(ctx context.Context, d *Device, requestUID string) (Claim
 	if d.Status == StatusActive && d.OwnedBy(requestUID) {
 		return ClaimedAlready, nil
 	}
-	// An owner equal to ours on a staged device is a half-reset by an admin: ours to take.
-	if !d.Managed || d.Status != StatusStaged || !(d.unowned() || d.OwnedBy(requestUID)) {
+	if !d.ClaimableBy(requestUID) {
 		c.metrics.attempt(resultRace)
 		log.Info("NetBox device no longer free; claim skipped")
 		return RaceLost, nil
@@ -85,6 +84,12 @@ func (c *Client) Claim(ctx context.Context, d *Device, requestUID string) (Claim
 		}
 		return "", err
 	}
+}
+
+// ClaimableBy tells whether a claim for requestUID may start from d: in the pool, staged, and unowned or
+// owned by requestUID already (an admin's half-reset: set staged, owner left in place — ours to take back).
+func (d *Device) ClaimableBy(requestUID string) bool {
+	return d.Managed && d.Status == StatusStaged && (d.unowned() || d.OwnedBy(requestUID))
 }
 
 // checkUID: a Kubernetes uid is short printable text; an empty one would

@@ -1,0 +1,587 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// The model-based test: seeded random sequences of what users, GitOps tools and the infrastructure do to
+// requests — create (with and without hosts), spec changes (count up and down, role removed or added,
+// template changed), label and annotation edits, delete, operator restart, NetBox faults, the inventory
+// switched off and on — with the invariants checked after every step, and at the end of each sequence
+// everything deleted and every host back in the pool.
+//
+//	O2IMS_MODEL_SEED=<n>       replay one sequence (the seed is printed on every run and failure)
+//	O2IMS_MODEL_SEQUENCES=<n>  sequences to run (default 2; make chaos sets more)
+//	O2IMS_MODEL_STEPS=<n>      steps per sequence (default 14)
+//	O2IMS_MODEL_REPORT=<file>  append the run's numbers as a Markdown table row
+func TestModelDay2Sequences(t *testing.T) {
+	t.Parallel()
+	sequences, steps := envInt(t, "O2IMS_MODEL_SEQUENCES", 2), envInt(t, "O2IMS_MODEL_STEPS", 14)
+	var seeds []int64
+	if s := os.Getenv("O2IMS_MODEL_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err, "O2IMS_MODEL_SEED")
+		seeds = []int64{seed}
+	} else {
+		base := time.Now().UnixNano()
+		for i := 0; i < sequences; i++ {
+			seeds = append(seeds, base+int64(i)*7919)
+		}
+	}
+	total := modelTotals{ops: map[string]int{}}
+	start := time.Now()
+	for i, seed := range seeds {
+		t.Logf("model sequence %d/%d: seed %d (replay: O2IMS_MODEL_SEED=%d)", i+1, len(seeds), seed, seed)
+		m := newModel(t, seed, i)
+		m.run(steps)
+		total.add(m)
+		if t.Failed() {
+			t.Errorf("model sequence failed; replay with O2IMS_MODEL_SEED=%d", seed)
+			break
+		}
+	}
+	t.Logf("model: %d sequences, %d steps, %d invariant checks, longest sequence seed %d (%s); ops %v; %s",
+		len(seeds), total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond), total.opsString(), time.Since(start).Round(time.Second))
+	if path := os.Getenv("O2IMS_MODEL_REPORT"); path != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		fmt.Fprintf(f, "\n## Model-based day-2 sequences\n\n"+
+			"Written by `make chaos` (`TestModelDay2Sequences` in `handlers/`): the in-process operator on the real "+
+			"kube-apiserver, netboxsim and the world simulator; seeded random create (with and without hosts), spec "+
+			"changes (count up/down, role removed, hosts replaced or removed, template changed), label and annotation "+
+			"edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), inventory off and on. "+
+			"After every step: every active device owned by us is recorded by an existing request and vice versa; no "+
+			"device held twice; no BareMetalHost or BMC Secret without a recorded claim; a fulfilled or failed "+
+			"request's status does not move and no budget restarts without a spec change; the operator never stops by "+
+			"itself. At the end of each sequence everything is deleted and every host must be back in the pool.\n\n"+
+			"**Result: %s.**\n\n| | |\n|---|---|\n| sequences | %d |\n| steps | %d |\n| invariant checks | %d |\n"+
+			"| longest sequence | seed %d, %s (replay: `O2IMS_MODEL_SEED=%d go test -run TestModelDay2Sequences ./handlers/`) |\n"+
+			"| operations | %s |\n| total | %s |\n",
+			map[bool]string{true: "an invariant failed", false: "every invariant held after every step"}[t.Failed()],
+			len(seeds), total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond), total.longestSeed,
+			total.opsString(), time.Since(start).Round(time.Second))
+		require.NoError(t, f.Close())
+	}
+}
+
+type modelTotals struct {
+	steps, checks int
+	ops           map[string]int
+	longest       time.Duration
+	longestSeed   int64
+}
+
+func (tt *modelTotals) add(m *model) {
+	tt.steps += m.steps
+	tt.checks += m.checks
+	for k, v := range m.ops {
+		tt.ops[k] += v
+	}
+	if d := time.Since(m.started); d > tt.longest {
+		tt.longest, tt.longestSeed = d, m.seed
+	}
+}
+
+func (tt *modelTotals) opsString() string {
+	keys := make([]string, 0, len(tt.ops))
+	for k := range tt.ops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, tt.ops[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err, name)
+	return n
+}
+
+// Pool: workers select cpu_cores 4096, control planes 4097; fewer hosts than requests could ask for, so
+// requests wait, compete and run out of budget too.
+const (
+	modelWorkerCores = 4096
+	modelCPCores     = 4097
+	modelMaxRequests = 4
+)
+
+type model struct {
+	t       *testing.T
+	srv     *kubeapi.Server
+	rng     *rand.Rand
+	seed    int64
+	label   string
+	inv     *inventory
+	chain   *chain
+	invOn   bool
+	hosts   []int32
+	names   []string // requests created and not yet seen gone
+	next    int
+	steps   int
+	checks  int
+	ops     map[string]int
+	started time.Time
+	// per request, what the invariants remember across steps
+	seen map[string]*modelSeen
+}
+
+// modelSeen: the last terminal status a request showed with its spec handled, and its budget starts.
+type modelSeen struct {
+	uid              string
+	generation       int64
+	terminal         any // provisioningStatus + provisionedResourceSet when terminal and handled
+	budgetStart      string
+	budgetChanges    int
+	handledAtGen     bool
+	hostsCountAtSeen int
+}
+
+func newModel(t *testing.T, seed int64, i int) *model {
+	srv := kubeapi.Shared(t)
+	label := fmt.Sprintf("model-%d-%d", i, seed%1000000)
+	if seed < 0 {
+		label = fmt.Sprintf("model-%d-n%d", i, -seed%1000000)
+	}
+	m := &model{t: t, srv: srv, rng: rand.New(rand.NewSource(seed)), seed: seed, label: label,
+		inv: newInventory(t, srv, label), invOn: true, ops: map[string]int{}, started: time.Now(), seen: map[string]*modelSeen{}}
+	for j := 0; j < 5; j++ {
+		m.hosts = append(m.hosts, m.inv.addHost(t, srv, fmt.Sprintf("%s-w%d", label, j), modelWorkerCores, "admin"))
+	}
+	for j := 0; j < 2; j++ {
+		m.hosts = append(m.hosts, m.inv.addHost(t, srv, fmt.Sprintf("%s-cp%d", label, j), modelCPCores, "admin"))
+	}
+	m.start()
+	return m
+}
+
+func (m *model) config(c *Config) {
+	m.inv.namespaces(c)
+	c.CreationTimeout = 8 * time.Second
+	c.Requeue = 300 * time.Millisecond
+}
+
+func (m *model) start() {
+	if m.invOn {
+		m.chain = startChain(m.t, m.srv, m.label, m.config, nil, m.inv.client)
+	} else {
+		m.chain = startChain(m.t, m.srv, m.label, m.config, nil)
+	}
+}
+
+func (m *model) restart() {
+	m.chain.stop(m.t)
+	m.start()
+}
+
+func (m *model) run(steps int) {
+	for i := 0; i < steps && !m.t.Failed(); i++ {
+		op := m.step()
+		m.ops[op]++
+		m.steps++
+		time.Sleep(time.Duration(150+m.rng.Intn(600)) * time.Millisecond)
+		m.check(fmt.Sprintf("step %d (%s)", i+1, op))
+	}
+	if !m.t.Failed() {
+		m.drain()
+	}
+}
+
+func (m *model) live() []string {
+	var out []string
+	for _, n := range m.names {
+		if u, ok := getPR(m.t, m.srv, n); ok && u.GetDeletionTimestamp() == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func (m *model) pick(names []string) string { return names[m.rng.Intn(len(names))] }
+
+// randomHosts asks for 0–2 workers and 0–1 control planes (nil = no hosts block).
+func (m *model) randomHosts() []any {
+	var hosts []any
+	if n := m.rng.Intn(3); n > 0 {
+		hosts = append(hosts, map[string]any{"role": "worker", "count": n, "selector": map[string]any{"cpu_cores": modelWorkerCores}})
+	}
+	if m.rng.Intn(3) == 0 {
+		hosts = append(hosts, map[string]any{"role": "control-plane", "count": 1, "selector": map[string]any{"cpu_cores": modelCPCores}})
+	}
+	return hosts
+}
+
+func (m *model) step() string {
+	live := m.live()
+	for {
+		switch r := m.rng.Intn(20); {
+		case r < 4:
+			if len(live) >= modelMaxRequests {
+				continue
+			}
+			name := fmt.Sprintf("%s-%d", m.label, m.next)
+			m.next++
+			params := map[string]any{"clusterName": "edge-" + name}
+			op := "create"
+			if h := m.randomHosts(); len(h) > 0 {
+				params["hosts"] = h
+				op = "create-hosts"
+			}
+			tmpl := tmplOK
+			if m.rng.Intn(5) == 0 {
+				tmpl = tmplNeverProvision
+			}
+			createPR(m.t, m.srv, provisioningRequest(name, m.label, tmpl, params))
+			m.names = append(m.names, name)
+			return op
+		case r < 8:
+			if len(live) == 0 {
+				continue
+			}
+			return m.changeSpec(m.pick(live))
+		case r < 10:
+			if len(live) == 0 {
+				continue
+			}
+			patchPR(m.t, m.srv, m.pick(live), fmt.Sprintf(`{"metadata":{"labels":{"argocd.argoproj.io/instance":"i%d"}}}`, m.rng.Intn(1000)))
+			return "label"
+		case r < 12:
+			if len(live) == 0 {
+				continue
+			}
+			patchPR(m.t, m.srv, m.pick(live), fmt.Sprintf(`{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/checksum":"c%d"}}}`, m.rng.Intn(1000)))
+			return "annotation"
+		case r < 14:
+			if len(live) == 0 {
+				continue
+			}
+			deletePR(m.t, m.srv, m.pick(live))
+			return "delete"
+		case r < 15:
+			m.restart()
+			return "restart"
+		case r < 17:
+			return m.fault()
+		default:
+			if m.rng.Intn(3) != 0 {
+				continue // the inventory toggle is rarer than the rest
+			}
+			m.invOn = !m.invOn
+			m.restart()
+			if m.invOn {
+				return "inventory-on"
+			}
+			return "inventory-off"
+		}
+	}
+}
+
+func (m *model) changeSpec(name string) string {
+	u, ok := getPR(m.t, m.srv, name)
+	if !ok {
+		return "spec-gone"
+	}
+	hosts, _, _ := unstructured.NestedSlice(u.Object, "spec", "templateParameters", "hosts")
+	switch m.rng.Intn(4) {
+	case 0: // template changed
+		patchPR(m.t, m.srv, name, fmt.Sprintf(`{"spec":{"templateVersion":"v%d.0.0"}}`, 2+m.rng.Intn(5)))
+		return "spec-template"
+	case 1: // a role removed (or the whole hosts block)
+		if len(hosts) == 0 {
+			break
+		}
+		i := m.rng.Intn(len(hosts))
+		hosts = append(hosts[:i], hosts[i+1:]...)
+		m.setHosts(name, hosts)
+		return "spec-role-removed"
+	case 2: // count down
+		for i, h := range hosts {
+			hm := h.(map[string]any)
+			if c, _ := hm["count"].(int64); c > 1 {
+				hm["count"] = c - 1
+				hosts[i] = hm
+				m.setHosts(name, hosts)
+				return "spec-count-down"
+			}
+		}
+	}
+	// count up, or a role added
+	for i, h := range hosts {
+		hm := h.(map[string]any)
+		if hm["role"] == "worker" {
+			if c, _ := hm["count"].(int64); c < 3 {
+				hm["count"] = c + 1
+				hosts[i] = hm
+				m.setHosts(name, hosts)
+				return "spec-count-up"
+			}
+		}
+	}
+	if fresh := m.randomHosts(); len(fresh) > 0 {
+		m.setHosts(name, fresh)
+		return "spec-hosts-replaced"
+	}
+	m.setHosts(name, nil)
+	return "spec-hosts-removed"
+}
+
+func (m *model) setHosts(name string, hosts []any) {
+	var body []byte
+	if len(hosts) == 0 {
+		body = []byte(`{"spec":{"templateParameters":{"hosts":null}}}`)
+	} else {
+		body, _ = json.Marshal(map[string]any{"spec": map[string]any{"templateParameters": map[string]any{"hosts": hosts}}})
+	}
+	patchPR(m.t, m.srv, name, string(body))
+}
+
+func (m *model) fault() string {
+	switch m.rng.Intn(4) {
+	case 0:
+		m.inv.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: 503, Count: 1 + m.rng.Intn(3)})
+		return "fault-patch-503"
+	case 1:
+		m.inv.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevices, Status: 500, Count: 1 + m.rng.Intn(3)})
+		return "fault-list-500"
+	case 2:
+		m.inv.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 502, Count: 1 + m.rng.Intn(3)})
+		return "fault-get-502"
+	default:
+		m.inv.sim.DropPatchAnswers(1)
+		return "fault-lost-answer"
+	}
+}
+
+// snapshot is one read of the requests.
+type snapshot map[string]*unstructured.Unstructured // uid → request
+
+func (m *model) requests() snapshot {
+	list, err := m.srv.AdminDynamic().Resource(ProvisioningRequestGVR).List(context.Background(), metav1.ListOptions{LabelSelector: "test=" + m.label})
+	require.NoError(m.t, err)
+	out := snapshot{}
+	for i := range list.Items {
+		out[string(list.Items[i].GetUID())] = &list.Items[i]
+	}
+	return out
+}
+
+// records says whether a request of either snapshot records the device id (netbox-<id>) in one of the
+// given phases.
+func records(snaps []snapshot, uid, id string, phases ...string) bool {
+	for _, s := range snaps {
+		u, ok := s[uid]
+		if !ok {
+			continue
+		}
+		slots, _ := readSlots(u)
+		for _, sl := range slots {
+			if sl.ID == id && (len(phases) == 0 || contains(strings.Join(phases, ","), sl.Phase)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// check verifies the invariants. Reads race with the operator, so the requests are read before and
+// after NetBox and Metal3: a holding is justified when either read records it (a record lands before
+// its claim, and is dropped only after its release).
+func (m *model) check(where string) {
+	t := m.t
+	t.Helper()
+	m.checks++
+	fail := func(format string, args ...any) {
+		t.Errorf("seed %d, %s: "+format, append([]any{m.seed, where}, args...)...)
+	}
+
+	// The operator process never dies.
+	select {
+	case err := <-m.chain.done:
+		m.chain.cancel = nil
+		fail("the operator stopped by itself: %v", err)
+		m.start()
+	default:
+	}
+
+	r1 := m.requests()
+	devices := m.inv.sim.Devices()
+	bmhs, err := m.srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(m.inv.metal3NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	secrets, err := m.srv.AdminClientset().CoreV1().Secrets(m.inv.metal3NS).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	r2 := m.requests()
+	both := []snapshot{r1, r2}
+	held := []string{phaseCandidate, phaseClaimed, phaseMetal3Released}
+
+	// Every active device owned by us is recorded by an existing request.
+	for _, d := range devices {
+		owner, _ := d.Custom["o2ims_request_uid"].(string)
+		if owner == "" {
+			continue
+		}
+		id := netbox.Identity(d.ID)
+		if !records(both, owner, id, held...) {
+			fail("device %s is owned by %s (status %s) and no existing request records it", id, owner, d.Status)
+		}
+	}
+	// …and vice versa: a host recorded claimed in both reads is active and owned by its request in NetBox.
+	byID := map[string]netboxsim.Device{}
+	for _, d := range devices {
+		byID[netbox.Identity(d.ID)] = d
+	}
+	for uid, u := range r1 {
+		slots, _ := readSlots(u)
+		for _, s := range slots {
+			if s.Phase != phaseClaimed || !records([]snapshot{r2}, uid, s.ID, phaseClaimed) {
+				continue
+			}
+			d := byID[s.ID]
+			if owner, _ := d.Custom["o2ims_request_uid"].(string); d.Status != "active" || owner != uid {
+				fail("%s records %s as claimed; NetBox has it %s owned by %q", u.GetName(), s.ID, d.Status, owner)
+			}
+		}
+	}
+	// No device held twice.
+	claimedBy := map[string]string{}
+	for _, u := range r2 {
+		slots, _ := readSlots(u)
+		for _, s := range slots {
+			if s.Phase != phaseClaimed {
+				continue
+			}
+			if other, dup := claimedBy[s.ID]; dup {
+				fail("%s is recorded as claimed by %s and by %s", s.ID, other, u.GetName())
+			}
+			claimedBy[s.ID] = u.GetName()
+		}
+	}
+	// No BareMetalHost or BMC Secret without a recorded claim.
+	for _, b := range bmhs.Items {
+		uid := b.GetAnnotations()[AnnotationRequestUID]
+		if !records(both, uid, b.GetName(), phaseCandidate, phaseClaimed) {
+			fail("BareMetalHost %s (request %s) has no recorded claim", b.GetName(), uid)
+		}
+	}
+	for _, s := range secrets.Items {
+		id, ok := strings.CutSuffix(s.Name, "-bmc-secret")
+		if !ok {
+			continue
+		}
+		if uid := s.Annotations[AnnotationRequestUID]; !records(both, uid, id, phaseCandidate, phaseClaimed) {
+			fail("BMC Secret %s (request %s) has no recorded claim", s.Name, uid)
+		}
+	}
+	// A fulfilled or failed request's status does not move, nor its budget restart, without a spec change.
+	for uid, u := range r2 {
+		if u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		gen := u.GetGeneration()
+		st := m.seen[uid]
+		if st == nil || st.generation != gen {
+			st = &modelSeen{uid: uid, generation: gen}
+			if prev := m.seen[uid]; prev != nil {
+				st.budgetStart = prev.budgetStart
+			}
+			m.seen[uid] = st
+		}
+		handled := specHandled(u)
+		bs, _, _ := unstructured.NestedString(u.Object, "status", "extensions", budgetStartKey)
+		if bs != st.budgetStart {
+			st.budgetChanges++
+			if st.handledAtGen || st.budgetChanges > 1 {
+				fail("%s: the budget restarted (%q → %q) without a spec change", u.GetName(), st.budgetStart, bs)
+			}
+			st.budgetStart = bs
+		}
+		state := CurrentStatus(u).State
+		terminal := state == StateFulfilled || state == StateFailed
+		now := map[string]any{"provisioningStatus": nested(u, "status", "provisioningStatus"), "provisionedResourceSet": nested(u, "status", "provisionedResourceSet")}
+		if st.terminal != nil && !reflect.DeepEqual(st.terminal, now) {
+			fail("%s: a %v status moved without a spec change: now %v", u.GetName(), st.terminal, now)
+		}
+		if terminal && handled {
+			st.terminal = now
+		}
+		if handled {
+			st.handledAtGen = true
+		}
+	}
+}
+
+func nested(u *unstructured.Unstructured, path ...string) any {
+	v, _, _ := unstructured.NestedFieldCopy(u.Object, path...)
+	return v
+}
+
+// specHandled: the diff-base's spec is the current spec (the operator finished handling this spec).
+func specHandled(u *unstructured.Unstructured) bool {
+	raw := u.GetAnnotations()[Prefix+"/last-handled-configuration"]
+	if raw == "" {
+		return false
+	}
+	var base map[string]any
+	if json.Unmarshal([]byte(raw), &base) != nil {
+		return false
+	}
+	cur, _ := json.Marshal(u.Object["spec"])
+	var spec any
+	_ = json.Unmarshal(cur, &spec)
+	return reflect.DeepEqual(base["spec"], spec)
+}
+
+// drain ends a sequence: inventory on, faults cleared, every request deleted; then every request must
+// go and every host be back in the pool with nothing left in Metal3.
+func (m *model) drain() {
+	t := m.t
+	m.inv.sim.ClearFaults()
+	m.inv.sim.DropPatchAnswers(0)
+	if !m.invOn {
+		m.invOn = true
+		m.restart()
+	}
+	for _, n := range m.live() {
+		deletePR(t, m.srv, n)
+	}
+	eventually(t, 120*time.Second, func() bool {
+		m.check("drain")
+		return len(m.requests()) == 0
+	}, "seed %d: requests never finished deleting", m.seed)
+	for _, id := range m.hosts {
+		d, _ := m.inv.sim.Device(id)
+		if d.Status != "staged" || d.Custom["o2ims_request_uid"] != nil {
+			t.Errorf("seed %d: host %s left %s owned by %v", m.seed, netbox.Identity(id), d.Status, d.Custom["o2ims_request_uid"])
+		}
+	}
+	bmhs, secrets := metal3Objects(t, m.srv, m.inv.metal3NS, "")
+	if len(bmhs)+len(secrets) > 0 {
+		t.Errorf("seed %d: left in Metal3: %v %v", m.seed, bmhs, secrets)
+	}
+	m.chain.stop(t)
+}
