@@ -269,7 +269,7 @@ func TestStopSharesOneDeadline(t *testing.T) {
 		})
 	})
 	to.start(t)
-	create(t, widget(label, "d1", map[string]any{}))
+	create(t, widget(label, "deadline-1", map[string]any{}))
 	<-entered
 	signalled := time.Now()
 	to.cancel()

@@ -49,14 +49,10 @@ func (s *Server) readData(w http.ResponseWriter, r *http.Request) (query.Request
 	if err != nil {
 		return query.RequestData{}, err
 	}
-	data, err := query.ParseRequestData(media, body)
-	if err != nil {
-		return data, err
-	}
-	return data, s.checkChain(data)
+	return query.ParseRequestData(media, body)
 }
 
-// checkChain refuses what the provisioning chain would fail the request for, with the chain's own parser
+// checkChain (after the id's checks, which answer first) refuses what the provisioning chain would fail the request for, with the chain's own parser
 // (handlers/spec): a 400 naming the field instead of a 201 for a request that is then failed.
 func (s *Server) checkChain(d query.RequestData) error {
 	req, err := spec.Parse(d.Spec(), s.cfg.Chain.Reserved)
