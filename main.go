@@ -79,7 +79,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.leaderElectNS, "leader-elect-namespace", "", "namespace of the Lease (default: POD_NAMESPACE, else default)")
 	fs.StringVar(&o.logLevel, "log-level", "", "DEBUG, INFO, WARNING, ERROR (default: LOG_LEVEL, else INFO)")
 	fs.StringVar(&o.logFormat, "log-format", "auto", "json, console, or auto (json in a pod)")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 4*time.Second, "on SIGTERM, how long passes in flight may finish (inside a 5s grace period)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 4*time.Second, "on SIGTERM, one deadline for passes in flight, the NBI's drain and the rest of the stop (inside a 5s grace period)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	// kopf compatibility: accepted, and harmless for a cluster-scoped resource.
 	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
@@ -208,7 +208,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
 		Workers: o.workers, Liveness: o.liveness, Namespace: podNS,
 		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
-		ShutdownTimeout: o.shutdownTimeout, Logger: log, TimeForm: timeForm,
+		ShutdownTimeout: o.shutdownTimeout, Logger: log, TimeForm: timeForm, Remedy: remedy(),
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -230,6 +230,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	handlers.New(chainCfg, clusterVersion, clients, hosts, op.Registry()).Register(op)
 
+	// The NBI refuses with 400 what the chain would fail, so it needs the chain's rules of this run.
+	nbiCfg.Chain = nbi.ChainRules{Inventory: hosts != nil}
+	if hosts != nil {
+		nbiCfg.Chain.Reserved = hosts.Reserved()
+	}
+
 	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())
 	if err != nil {
 		return fail("%v", err)
@@ -242,15 +248,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("northbound API listening", zap.String("address", srv.Addr()))
 		go func() {
 			if err, ok := <-srv.Stopped(); ok && err != nil {
-				// The serving loop ended by itself: exit non-zero so the pod is restarted.
-				op.Fail(fmt.Errorf("the northbound API stopped by itself: %w", err))
+				// The serving loop ended by itself: exit non-zero so the pod is restarted, also while the
+				// caches are still syncing. err says so in one line already.
+				op.Fail(err)
 			}
 		}()
 		return nil
 	})
 	op.OnCleanup("stop_northbound", srv.Shutdown)
 	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
-	op.OnProbe("northbound", srv.Probe)
+	op.OnProbe("northbound", func(ctx context.Context) (any, error) {
+		// Until the startup activities before it are done (NetBox's check may wait minutes) there is no
+		// API to probe: that is starting, not dead, and the liveness probe must not restart us for it.
+		if srv.Addr() == "" && !op.Ready() {
+			return map[string]string{"northbound": "not started yet: waiting for the startup activities"}, nil
+		}
+		return srv.Probe(ctx)
+	})
 
 	log.Info("starting", zap.String("version", version), zap.String("clusterAPI", clusterVersion),
 		zap.Bool("inventory", nbOn), zap.Bool("leaderElect", o.leaderElect))
@@ -277,6 +291,7 @@ func checkNetBox(ctx context.Context, check func(context.Context) error, patienc
 			return err
 		}
 		log.Warn("NetBox is not answering yet; retrying the startup check", zap.Error(err), zap.Duration("in", delay))
+		framework.ReportWaiting(ctx, "NetBox is not answering yet (%v); retrying until %s", err, deadline.UTC().Format(time.RFC3339))
 		select {
 		case <-ctx.Done():
 			return err

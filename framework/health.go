@@ -47,7 +47,7 @@ func ParseLiveness(raw string) (addr, path string, err error) {
 type healthServer struct {
 	addr, path string
 	probes     []probe
-	ready      func() bool
+	readyz     http.Handler // 200 "ok", or 503 with why (readiness.serve)
 	gatherer   prometheus.Gatherer
 	clock      clock.PassiveClock
 	log        *zap.Logger
@@ -64,7 +64,7 @@ type healthServer struct {
 func (h *healthServer) start() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+h.path, h.liveness)
-	mux.HandleFunc("GET /readyz", h.readiness)
+	mux.Handle("GET /readyz", h.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(h.log)}))
 	l, err := net.Listen("tcp", h.addr)
 	if err != nil {
@@ -86,9 +86,11 @@ func (h *healthServer) Addr() string {
 	return a
 }
 
+// stop closes the listener and waits for answers in flight until ctx ends, then cuts them off: it runs
+// last within the shutdown deadline.
 func (h *healthServer) stop(ctx context.Context) {
-	if h.srv != nil {
-		_ = h.srv.Shutdown(ctx)
+	if h.srv != nil && h.srv.Shutdown(ctx) != nil {
+		_ = h.srv.Close()
 	}
 }
 
@@ -128,12 +130,4 @@ func (h *healthServer) runProbes(ctx context.Context) ([]byte, bool) {
 	}
 	h.cached, h.cachedAt, h.failed = body, now, failed
 	return body, failed
-}
-
-func (h *healthServer) readiness(w http.ResponseWriter, _ *http.Request) {
-	if !h.ready() {
-		http.Error(w, "not ready", http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte("ok"))
 }

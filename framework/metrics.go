@@ -119,8 +119,8 @@ func registerOperatorGauges(namespace string, reg prometheus.Registerer, o *Oper
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "operator_ready",
-			Help: "1 once startup activities succeeded and the informer caches synced (what /readyz answers), 0 otherwise.",
-		}, func() float64 { return b(o.Ready()) }),
+			Help: "1 while /readyz answers 200: startup activities succeeded, the informer caches synced and no watch is refused; 0 otherwise.",
+		}, func() float64 { return b(o.NotReadyReason() == "") }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "operator_leading",
 			Help: "1 while this instance handles objects (holds the Lease with --leader-elect; always once running without it).",

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,8 +54,10 @@ type Options struct {
 	RetryPeriod             time.Duration // default 2s
 	// Namespace is the operator's own namespace (POD_NAMESPACE; default "default"): the lease lives there.
 	Namespace string
-	// ShutdownTimeout bounds waiting for passes in flight and cleanup on stop (default 4s, inside the
-	// Deployment's 5s grace period).
+	// ShutdownTimeout is the one deadline of a stop, from the signal (or failure) on: passes in flight,
+	// cleanup activities (the NBI's drain), the lease release and the health listener all end within it
+	// (default 4s, inside the Deployment's 5s grace period). Passes may use it all but the last quarter
+	// (at most 1s), which is kept for cleanup.
 	ShutdownTimeout time.Duration
 	// FreshnessTimeout bounds waiting for our own write to reach the cache (default 10s).
 	FreshnessTimeout time.Duration
@@ -62,6 +66,9 @@ type Options struct {
 	BackoffMax  time.Duration
 	Clock       clock.WithTicker
 	Logger      *zap.Logger
+	// Remedy says what grants a watch the API server refused (403, or 404 for an absent CRD), for the
+	// one line the log and /readyz show; a generic sentence when nil.
+	Remedy RemedyFunc
 	// Registry collects the metrics (a fresh one with Go/process collectors when nil).
 	Registry *prometheus.Registry
 }
@@ -128,16 +135,18 @@ type Operator struct {
 	events  *eventRecorder
 	health  *healthServer
 
-	watches  []*Watch
-	startup  []activity
-	cleanup  []activity
-	probes   []probe
-	ctrls    []*controller
-	related  map[relatedKey]cache.SharedIndexInformer
-	ready    atomic.Bool
-	leading  atomic.Bool
-	failOnce sync.Once
-	failCh   chan error
+	watches   []*Watch
+	startup   []activity
+	cleanup   []activity
+	probes    []probe
+	ctrls     []*controller
+	related   map[relatedKey]cache.SharedIndexInformer
+	ready     atomic.Bool
+	leading   atomic.Bool
+	readiness *readiness
+	failOnce  sync.Once
+	failed    chan struct{} // closed by Fail, after failErr is set
+	failErr   error
 }
 
 type relatedKey struct {
@@ -153,7 +162,8 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 	}
 	o := &Operator{
 		opts: opts, clients: clients, log: opts.Logger, cache: newCache(),
-		related: map[relatedKey]cache.SharedIndexInformer{}, failCh: make(chan error, 1),
+		related: map[relatedKey]cache.SharedIndexInformer{}, failed: make(chan struct{}),
+		readiness: newReadiness(opts.Logger, opts.Remedy),
 	}
 	o.metrics = newMetrics(opts.MetricsNamespace, opts.Registry)
 	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
@@ -162,8 +172,8 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.health = &healthServer{addr: addr, path: path, ready: o.ready.Load, gatherer: opts.Registry,
-			clock: opts.Clock, log: o.log}
+		o.health = &healthServer{addr: addr, path: path, readyz: o.readiness.serve(o.ready.Load),
+			gatherer: opts.Registry, clock: opts.Clock, log: o.log}
 	}
 	return o, nil
 }
@@ -183,6 +193,9 @@ func (o *Operator) Logger() *zap.Logger { return o.log }
 // Ready reports whether startup is complete and the caches are synced.
 func (o *Operator) Ready() bool { return o.ready.Load() }
 
+// NotReadyReason is why /readyz answers 503 ("" when it answers 200).
+func (o *Operator) NotReadyReason() string { return o.readiness.reason(o.ready.Load()) }
+
 // Leading reports whether this instance handles objects (always true without leader election once running).
 func (o *Operator) Leading() bool { return o.leading.Load() }
 
@@ -195,30 +208,60 @@ func (o *Operator) HealthAddr() string {
 }
 
 // Fail stops the operator with an error, so the process exits non-zero and is restarted (a component
-// such as the NBI server died by itself).
+// such as the NBI server died by itself). It works at any time: during a startup activity and while the
+// caches sync as well as while running.
 func (o *Operator) Fail(err error) {
-	o.failOnce.Do(func() { o.failCh <- err })
+	o.failOnce.Do(func() { o.failErr = err; close(o.failed) })
 }
 
-// Run starts everything and blocks until ctx is done (clean stop, nil) or the operator fails.
+// failure is the error Fail was given, nil if it was not called.
+func (o *Operator) failure() error {
+	select {
+	case <-o.failed:
+		return o.failErr
+	default:
+		return nil
+	}
+}
+
+// Run starts everything and blocks until ctx is done (clean stop, nil) or the operator fails. A stop
+// signal ends whatever it is doing — a startup activity, waiting for the caches, the work — and
+// everything that follows shares one deadline (ShutdownTimeout).
 func (o *Operator) Run(ctx context.Context) error {
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	go func() {
+		select {
+		case <-o.failed:
+			cancelRun()
+		case <-runCtx.Done():
+		}
+	}()
+	stop := &stopDeadline{budget: o.opts.ShutdownTimeout}
+	defer stop.release()
+
 	if o.health != nil {
 		o.health.probes = o.probes // registered after New
 		if err := o.health.start(); err != nil {
 			return fmt.Errorf("liveness endpoint %s: %w", o.health.addr, err)
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			o.health.stop(sctx)
-		}()
+		defer func() { o.health.stop(stop.ctx()) }()
 	}
 
 	// Cleanup runs however we leave, after the workers have stopped.
-	defer o.runCleanup()
+	defer func() { o.runCleanup(stop.ctx()) }()
 
 	for _, a := range o.startup {
-		if err := a.fn(ctx); err != nil {
+		o.readiness.setStage("startup activity %q running", a.id)
+		actx := withWaiting(runCtx, func(msg string) { o.readiness.setStage("startup activity %q: %s", a.id, msg) })
+		if err := a.fn(actx); err != nil {
+			if f := o.failure(); f != nil {
+				return f
+			}
+			if ctx.Err() != nil {
+				o.log.Info("stopping: signal received during startup", zap.String("activity", a.id))
+				return nil
+			}
 			return fmt.Errorf("startup activity %q failed: %w", a.id, err)
 		}
 		o.log.Info("activity succeeded", zap.String("activity", a.id))
@@ -227,16 +270,19 @@ func (o *Operator) Run(ctx context.Context) error {
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	defer stopInformers()
 	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics)
-	defer o.events.shutdown()
+	defer func() { bounded(stop.ctx(), o.events.shutdown) }()
 	if err := o.buildControllers(); err != nil {
 		return err
 	}
 	o.startInformers(informerCtx)
-	if !cache.WaitForCacheSync(ctx.Done(), o.cache.HasSynced) {
-		if ctx.Err() != nil {
-			return nil
+	go o.sweepRefusals(runCtx)
+	if !o.waitForSync(runCtx) {
+		if f := o.failure(); f != nil {
+			o.log.Error("stopping on a failure before the caches synced", zap.Error(f))
+			return f
 		}
-		return errors.New("informer caches never synced")
+		o.log.Info("stopping: signal received before the caches synced")
+		return nil
 	}
 	o.ready.Store(true)
 	o.log.Info("caches synced; ready", zap.Int("workers", o.opts.Workers))
@@ -263,16 +309,19 @@ func (o *Operator) Run(ctx context.Context) error {
 		startWorkers()
 	}
 
-	var failure error
-	select {
-	case <-ctx.Done():
-		o.log.Info("stopping: signal received")
-	case failure = <-o.failCh:
+	<-runCtx.Done()
+	failure := o.failure()
+	if failure != nil {
 		o.log.Error("stopping on a failure", zap.Error(failure))
+	} else {
+		o.log.Info("stopping: signal received")
 	}
+	deadline := stop.start()
 	o.ready.Store(false)
+	o.readiness.setStage("stopping")
 
-	// Stop taking work, let passes in flight finish within the shutdown budget, then cut them off.
+	// Stop taking work, let passes in flight finish until the drain deadline, then cut them off; what
+	// is left of the budget is cleanup's.
 	for _, c := range o.ctrls {
 		c.queue.ShutDown()
 	}
@@ -280,20 +329,116 @@ func (o *Operator) Run(ctx context.Context) error {
 	go func() { wg.Wait(); close(finished) }()
 	select {
 	case <-finished:
-	case <-time.After(o.opts.ShutdownTimeout):
-		o.log.Warn("passes still running at the shutdown deadline; cancelling them")
+	case <-time.After(time.Until(deadline.Add(-cleanupReserve(o.opts.ShutdownTimeout)))):
+		o.log.Warn("passes still running at the drain deadline; cancelling them")
 		stopWork()
-		<-finished
+		select {
+		case <-finished:
+		case <-stop.ctx().Done():
+			o.log.Warn("passes did not return after being cancelled; stopping without them")
+		}
 	}
 	o.leading.Store(false)
 	stopElection()
-	<-electionDone
+	select {
+	case <-electionDone:
+	case <-stop.ctx().Done():
+		o.log.Warn("the lease was not released within the shutdown deadline; it expires by itself")
+	}
 	return failure
 }
 
-func (o *Operator) runCleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), o.opts.ShutdownTimeout)
-	defer cancel()
+// cleanupReserve is the part of the shutdown budget passes in flight leave to the cleanup activities.
+func cleanupReserve(budget time.Duration) time.Duration { return min(budget/4, time.Second) }
+
+// stopDeadline is the one deadline of a stop: started when the stop begins (or, on an early return,
+// when the first deferred step asks for it) and shared by every step after.
+type stopDeadline struct {
+	budget time.Duration
+	once   sync.Once
+	at     time.Time
+	c      context.Context
+	cancel context.CancelFunc
+}
+
+func (s *stopDeadline) start() time.Time {
+	s.once.Do(func() {
+		s.at = time.Now().Add(s.budget)
+		s.c, s.cancel = context.WithDeadline(context.Background(), s.at)
+	})
+	return s.at
+}
+
+func (s *stopDeadline) ctx() context.Context { s.start(); return s.c }
+
+func (s *stopDeadline) release() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// bounded runs fn, waiting for it at most until ctx ends (fn then finishes in the background).
+func bounded(ctx context.Context, fn func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// waitForSync waits until every informer has synced, keeping /readyz's reason current (which caches
+// are not synced yet, and why a watch is refused); false when ctx ended first.
+func (o *Operator) waitForSync(ctx context.Context) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !o.cache.HasSynced() {
+		o.readiness.setStage("waiting for the caches of %s to sync", strings.Join(o.unsynced(), ", "))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// unsynced names the informers that have not completed their first list.
+func (o *Operator) unsynced() []string {
+	var out []string
+	for _, c := range o.ctrls {
+		if !c.informer.HasSynced() {
+			out = append(out, resourceName(c.w.gvr))
+		}
+	}
+	for k, inf := range o.related {
+		if !inf.HasSynced() {
+			name := resourceName(k.gvr)
+			if k.namespace != "" {
+				name += " in " + k.namespace
+			}
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sweepRefusals notices, while the operator runs, that a refused watch works again (and logs it).
+func (o *Operator) sweepRefusals(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			o.readiness.sweep()
+		}
+	}
+}
+
+func (o *Operator) runCleanup(ctx context.Context) {
 	for _, a := range o.cleanup {
 		if err := a.fn(ctx); err != nil {
 			o.log.Error("cleanup activity failed", zap.String("activity", a.id), zap.Error(err))
@@ -335,6 +480,9 @@ func (o *Operator) buildControllers() error {
 		selector := w.selector
 		tweak := func(lo *metav1.ListOptions) { lo.LabelSelector = selector }
 		inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, w.gvr, ns, 0, indexers, tweak).Informer()
+		if err := inf.SetWatchErrorHandlerWithContext(o.readiness.watchErrorHandler(w.gvr, ns, inf)); err != nil {
+			return err
+		}
 		c := newController(o, w, inf)
 		if _, err := inf.AddEventHandler(c.eventHandler()); err != nil {
 			return err
@@ -359,6 +507,8 @@ func (o *Operator) relatedInformer(gvr schema.GroupVersionResource, namespace st
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, gvr, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	// Set before the informer runs (it cannot be set after); a refusal is reported, not only logged.
+	_ = inf.SetWatchErrorHandlerWithContext(o.readiness.watchErrorHandler(gvr, namespace, inf))
 	o.related[k] = inf
 	o.cache.add(gvr, inf)
 	return inf

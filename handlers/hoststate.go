@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
 
 // Host slot phases, persisted per host in status.extensions.hosts. The record is what makes a restart
@@ -75,7 +76,8 @@ func plan(req Request, recorded []hostSlot) []hostSlot {
 	wanted := map[string]bool{}
 	var out []hostSlot
 	for _, h := range req.Hosts {
-		for i := 0; i < h.Count; i++ {
+		// Never sized by an unchecked count: spec.Parse bounds it already; this holds if a Request is built elsewhere.
+		for i := 0; i < min(h.Count, spec.MaxHostsPerRole); i++ {
 			s, ok := byKey[fmt.Sprintf("%s/%d", h.Role, i)]
 			if !ok {
 				s = hostSlot{Role: h.Role, Index: i}

@@ -37,6 +37,9 @@ type Config struct {
 	TLSCertFile     string        // NBI_TLS_CERT_FILE; with TLSKeyFile, reloaded when the files change
 	TLSKeyFile      string        // NBI_TLS_KEY_FILE
 	PageSize        int           // NBI_PAGE_SIZE, default 1000: most items in one list answer
+	// Chain is what the provisioning chain accepts beyond a body's shape; the operator sets it (it is not
+	// read from the environment) so the NBI refuses with 400 what the chain would fail.
+	Chain ChainRules
 }
 
 // DefaultConfig is the configuration with no NBI_* variable set.

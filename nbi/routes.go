@@ -296,6 +296,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
 	if err := query.ValidateRequestID(data.ID); err != nil {
 		return newProblem(http.StatusBadRequest, "%v", err)
 	}
+	if err := s.checkChain(data); err != nil {
+		return err
+	}
 	if s.dyn == nil {
 		return fromAPIError(errClientNotConfigured, data.ID)
 	}
@@ -332,6 +335,9 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request) error {
 		return newProblem(http.StatusUnprocessableEntity,
 			"provisioningRequestId %q in the body differs from %q in the path: the id of a provisioning request cannot be changed",
 			truncate(data.ID, 260), id)
+	}
+	if err := s.checkChain(data); err != nil {
+		return err
 	}
 	if s.dyn == nil {
 		return fromAPIError(errClientNotConfigured, id)

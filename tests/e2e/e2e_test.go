@@ -68,7 +68,8 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer st.Stop()
-	if operator, err = st.StartOperator(ctx, nil); err != nil {
+	// The shared operator leaves requests labelled privateLabel to the operators tests start themselves.
+	if operator, err = st.StartOperator(ctx, map[string]string{"PROVISIONING_REQUEST_SELECTOR": "!" + privateLabel}); err != nil {
 		fmt.Fprintln(os.Stderr, "starting the operator:", err)
 		return 1
 	}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers"
+)
+
+// remedy says what grants a watch the API server refused, in the terms of the shipped manifests: the
+// last words of the one line the log and /readyz show (see framework.RemedyFunc).
+func remedy() framework.RemedyFunc {
+	return func(gvr schema.GroupVersionResource, namespace string, why framework.Refusal) string {
+		switch why {
+		case framework.RefusalAbsent:
+			switch gvr.Group {
+			case handlers.ProvisioningRequestGVR.Group:
+				return "apply manifests/ (its CRD is manifests/base/crd)"
+			case handlers.PackageVariantGVR.Group:
+				return "install Porch, which serves PackageVariants"
+			case handlers.BareMetalHostGVR.Group:
+				return "install Metal3's BareMetalHost CRD, or unset NETBOX_URL to run without the inventory"
+			case "cluster.x-k8s.io":
+				return "install Cluster API, which serves Clusters"
+			}
+			return "install the CustomResourceDefinition that serves it"
+		case framework.RefusalForbidden:
+			overlay, shipped := "manifests/", "default"
+			switch gvr.Group {
+			case handlers.ProvisioningRequestGVR.Group:
+				return "apply manifests/ (the ClusterRole o2ims-operator grants it)"
+			case handlers.BareMetalHostGVR.Group:
+				overlay, shipped = "manifests/inventory", "metal3"
+			}
+			if namespace != shipped {
+				return fmt.Sprintf("apply %s with its Role's namespace set to %q (it is shipped for %q)", overlay, namespace, shipped)
+			}
+			return "apply " + overlay
+		}
+		return "check the service account token (or --kubeconfig) the operator runs with"
+	}
+}
