@@ -107,6 +107,16 @@ func newInvEnv(t *testing.T, seed func(*netboxsim.Server), tweak ...func(*Config
 	return ie
 }
 
+// simCalls counts every request that reached the NetBox simulator.
+func (ie *invEnv) simCalls() int {
+	n := 0
+	for _, route := range []string{netboxsim.RouteStatus, netboxsim.RouteCustomFields, netboxsim.RouteDevices,
+		netboxsim.RouteDevice, netboxsim.RouteSites, netboxsim.RouteDeviceTypes} {
+		n += ie.sim.Calls(http.MethodGet, route)
+	}
+	return n
+}
+
 func (ie *invEnv) cluster(name string) (*unstructured.Unstructured, bool, error) {
 	ie.mu.Lock()
 	defer ie.mu.Unlock()
@@ -182,6 +192,8 @@ func seedSix(s *netboxsim.Server) {
 func TestInventoryRoutesAnswerTheNetBoxPoolAsTheReferenceDescribes(t *testing.T) {
 	ie := newInvEnv(t, seedSix)
 	cfg := ie.cfg
+	calls := ie.simCalls()
+	defer func() { require.Equal(t, calls, ie.simCalls(), "no NetBox call for any inventory GET") }()
 
 	for _, p := range []string{inventoryRoot + "/api_versions", invV1 + "/api_versions"} {
 		x := ie.get(p)
@@ -367,4 +379,24 @@ func TestInventoryFiltersSelectorsAndPagingAsTheProvisioningList(t *testing.T) {
 	// As in the provisioning API, selectors name complex attributes: a simple member stays.
 	x = ie.get(invV1 + "?exclude_fields=extensions/inventorySource")
 	require.Contains(t, x.object(t)["extensions"], "inventorySource")
+}
+
+// Until the first full listing the view knows nothing: it refuses (503, Retry-After) rather than
+// answer an empty inventory. api_versions and the O-Cloud answer at once.
+func TestInventoryRefusesUntilTheFirstListing(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	srv, err := New(Config{Host: "127.0.0.1", Port: 0, PageSize: 10}, ie.store, nil, nil, zap.NewNop(), nil)
+	require.NoError(t, err)
+	srv.EnableInventory(inventory.NewView(ie.cfg, nil), nil)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	fresh := &invEnv{env: &env{t: t, base: "http://" + srv.Addr(), client: ie.client}}
+	for _, p := range []string{"/resourcePools", "/resourceTypes", "/oCloudSites", "/resourcePools/" + ie.cfg.ResourcePoolID(1)} {
+		x := fresh.get(invV1 + p)
+		require.Equal(t, http.StatusServiceUnavailable, x.code(), p)
+		require.Equal(t, "5", x.resp.Header.Get("Retry-After"))
+	}
+	require.Equal(t, http.StatusOK, fresh.get(invV1).code())
+	require.Equal(t, http.StatusOK, fresh.get(inventoryRoot+"/api_versions").code())
+	require.JSONEq(t, `[]`, string(fresh.get(invV1+"/deploymentManagers").body), "no Cluster source: none")
 }
