@@ -31,6 +31,9 @@ type inventoryAPI struct {
 	view     *inventory.View
 	cfg      inventory.Config
 	clusters ClusterGetter
+
+	subs       *inventory.SubscriptionStore // nil: subscriptions not served (EnableSubscriptions)
+	subCreated func()
 }
 
 // EnableInventory serves the inventory API from view; clusters (may be nil) resolves the Clusters of

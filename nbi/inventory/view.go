@@ -421,3 +421,22 @@ func (v *View) Counts() (resources, pools, types int) {
 	defer v.mu.RUnlock()
 	return len(v.devices), len(v.pools), len(v.rtypes)
 }
+
+// Attach registers sink and answers, atomically with it, every object the view holds (by id, with its
+// kind): a notifier then misses no change between what it was told and what follows.
+func (v *View) Attach(sink func([]Change)) map[string]Change {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sinks = append(v.sinks, sink)
+	out := make(map[string]Change, len(v.devices)+len(v.pools)+len(v.rtypes))
+	for _, d := range v.devices {
+		out[d.entry.ID] = Change{Kind: KindResource, ID: d.entry.ID, Post: d.entry}
+	}
+	for _, e := range v.pools {
+		out[e.ID] = Change{Kind: KindResourcePool, ID: e.ID, Post: e}
+	}
+	for _, e := range v.rtypes {
+		out[e.ID] = Change{Kind: KindResourceType, ID: e.ID, Post: e}
+	}
+	return out
+}
