@@ -234,7 +234,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fail("%v", err)
 	}
 	if inv != nil {
-		inv.serve(srv, op, chainCfg, clusterVersion)
+		if err := inv.serve(srv, op, chainCfg, clusterVersion, podNS); err != nil {
+			return fail("%v", err)
+		}
 	}
 	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
 	op.OnStartup("start_northbound", func(context.Context) error {

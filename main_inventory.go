@@ -19,6 +19,9 @@ import (
 type inventoryWiring struct {
 	view      *inventory.View
 	refresher *inventory.Refresher
+	subs      *inventory.SubscriptionStore
+	notifier  *inventory.Notifier
+	log       *zap.Logger
 }
 
 // newInventory builds the view over nb; it starts refreshing in a startup activity registered after
@@ -39,15 +42,38 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		return nil
 	})
 	op.OnProbe("inventory", view.Probe)
-	return &inventoryWiring{view: view, refresher: r}, nil
+	return &inventoryWiring{view: view, refresher: r, log: log.Named("inventory")}, nil
 }
 
-// serve adds the inventory routes to srv; Clusters come from the operator's cache.
-func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion string) {
+// serve adds the inventory and subscription routes to srv (Clusters come from the operator's cache,
+// subscriptions are ConfigMaps in namespace) and starts the notifier, which delivers only while this
+// replica leads.
+func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) error {
 	gvr := handlers.ClusterGVR(clusterVersion)
 	srv.EnableInventory(iw.view, func(name string) (*unstructured.Unstructured, bool, error) {
 		return op.Cache().Get(gvr, chainCfg.ClusterNamespace, name)
 	})
+	if namespace == "" {
+		namespace = "default"
+	}
+	kube := op.Clients().Kubernetes
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace)
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
+		kube, namespace, srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
+	if err != nil {
+		return err
+	}
+	iw.notifier = n
+	srv.EnableSubscriptions(iw.subs, n.AddSubscription)
+	op.OnStartup("inventory_notifier", func(ctx context.Context) error {
+		go func() {
+			if err := n.Run(ctx, op.Leading); err != nil {
+				iw.log.Error("the inventory notifier stopped", zap.Error(err))
+			}
+		}()
+		return nil
+	})
+	return nil
 }
 
 // requestName is the name of the cached ProvisioningRequest with uid ("" when none is cached).

@@ -98,3 +98,11 @@ func (s *Server) getDeploymentManager(w http.ResponseWriter, r *http.Request) er
 	}
 	return newProblem(http.StatusNotFound, "deployment manager %q not found", id)
 }
+
+// DeploymentManagers answers the deployment managers now, for the notifier (which diffs them).
+func (s *Server) DeploymentManagers() ([]*inventory.Entry, error) {
+	if s.inventory == nil {
+		return nil, nil
+	}
+	return s.deploymentManagers()
+}

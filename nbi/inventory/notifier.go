@@ -86,6 +86,7 @@ type Notifier struct {
 	state     map[string]Change // every object as the notifier last saw it (Post)
 	persisted bool              // state equals what progressName holds
 	running   bool
+	runCtx    context.Context // Run's, once delivering
 
 	delivered, failed, filtered *prometheus.CounterVec
 	retried                     *prometheus.CounterVec
@@ -225,7 +226,7 @@ func (n *Notifier) start(ctx context.Context) error {
 		before, found, err = n.loadProgress(ctx)
 	}
 	n.mu.Lock()
-	n.running = true
+	n.running, n.runCtx = true, ctx
 	n.mu.Unlock()
 	current := n.view.Attach(n.sink)
 	if n.managers != nil {
@@ -362,9 +363,16 @@ func (n *Notifier) syncSubscriptions(ctx context.Context) {
 	}
 }
 
-// AddSubscription starts delivering to a subscription at once (the replica that created it), rather
-// than at the next poll.
-func (n *Notifier) AddSubscription(ctx context.Context) { n.syncSubscriptions(ctx) }
+// AddSubscription starts delivering to a just-created subscription at once rather than at the next
+// poll — when this replica is the one delivering (otherwise the leader's poll finds it).
+func (n *Notifier) AddSubscription() {
+	n.mu.Lock()
+	ctx, running := n.runCtx, n.running
+	n.mu.Unlock()
+	if running {
+		n.syncSubscriptions(ctx)
+	}
+}
 
 // pollManagers diffs the deployment managers against the last seen.
 func (n *Notifier) pollManagers() {
