@@ -122,8 +122,9 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 	recv.OnNotify(func(n smo.Notification) {
 		post, _ := n.Body["postObjectState"].(map[string]any)
 		ext, _ := post["extensions"].(map[string]any)
-		fmt.Printf("    [%6.1fs] SMO notified: %v %v modified (host %v now %v)\n", time.Since(start).Seconds(),
-			n.Body["objectType"], post["resourceId"], ext["hostIdentity"], ext["status"])
+		event := map[float64]string{0: "created", 1: "modified", 2: "deleted"}[n.Body["notificationEventType"].(float64)]
+		fmt.Printf("    [%6.1fs] SMO notified: %v %v %s (host %v now %v)\n", time.Since(start).Seconds(),
+			n.Body["objectType"], post["resourceId"], event, ext["hostIdentity"], ext["status"])
 	})
 	sub, _ := json.Marshal(map[string]any{"callback": recv.URL(), "filter": "(eq,objectType,resource)"})
 	say("subscribing an SMO to inventory changes:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d '%s'", op.NBIURL, invBase+"/subscriptions", sub)
