@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 )
@@ -28,7 +31,7 @@ func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 	var sub map[string]any
 	require.NoError(t, json.Unmarshal(body, &sub))
 	defer call(t, http.MethodDelete, operator.NBIURL+invBase+"/subscriptions/"+sub["subscriptionId"].(string), nil)
-	time.Sleep(6 * time.Second) // the leader's subscription poll (5 s) has seen it
+	// The replica that created it leads: it delivers to it at once.
 
 	request := map[string]any{
 		"provisioningRequestId": "e2e-inv", "name": "inventory", "description": "the join",
@@ -98,4 +101,43 @@ func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 
 	log, _ := os.ReadFile(operator.Log)
 	assert.NotContains(t, strings.ToLower(string(log)), "forbidden", "the shipped roles lacked a permission")
+}
+
+// SIGKILL between an administrator's change in NetBox and its delivery: the restarted operator
+// notifies it (the progress ConfigMap holds what the SMO was last told).
+func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	smoRecv := smo.New()
+	defer smoRecv.Close()
+	code, _, body := call(t, http.MethodPost, operator.NBIURL+invBase+"/subscriptions",
+		map[string]any{"callback": smoRecv.URL(), "filter": "(eq,postObjectState/extensions/status,offline)"})
+	require.Equal(t, http.StatusCreated, code, string(body))
+	var sub map[string]any
+	require.NoError(t, json.Unmarshal(body, &sub))
+	defer func() { call(t, http.MethodDelete, operator.NBIURL+invBase+"/subscriptions/"+sub["subscriptionId"].(string), nil) }()
+	eventually(t, 10*time.Second, func() bool {
+		_, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx, "o2ims-inventory-notified", metav1.GetOptions{})
+		return err == nil
+	}, "the progress was never written")
+
+	var free int32
+	for _, d := range st.NetBox.Devices() {
+		if d.Status == "staged" {
+			free = d.ID
+		}
+	}
+	require.NotZero(t, free)
+	smoRecv.Fail(http.StatusServiceUnavailable)
+	require.NoError(t, st.NetBox.SetStatus(free, "offline"))
+	defer func() { _ = st.NetBox.SetStatus(free, "staged") }()
+	eventually(t, 40*time.Second, func() bool { return smoRecv.Attempts() > 0 }, "the change was never tried (refresh interval 10 s)")
+
+	operator.Kill()
+	restarted, err := st.StartOperator(ctx, nil)
+	require.NoError(t, err)
+	operator = restarted
+	smoRecv.Fail(0)
+	eventually(t, 60*time.Second, func() bool { return len(smoRecv.Notifications()) > 0 }, "never delivered after the restart")
+	post := smoRecv.Notifications()[0].Body["postObjectState"].(map[string]any)
+	assert.Equal(t, "netbox-"+strconv.Itoa(int(free)), post["extensions"].(map[string]any)["hostIdentity"])
 }
