@@ -114,7 +114,9 @@ func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code, string(body))
 	var sub map[string]any
 	require.NoError(t, json.Unmarshal(body, &sub))
-	defer func() { call(t, http.MethodDelete, operator.NBIURL+invBase+"/subscriptions/"+sub["subscriptionId"].(string), nil) }()
+	defer func() {
+		call(t, http.MethodDelete, operator.NBIURL+invBase+"/subscriptions/"+sub["subscriptionId"].(string), nil)
+	}()
 	eventually(t, 10*time.Second, func() bool {
 		_, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx, "o2ims-inventory-notified", metav1.GetOptions{})
 		return err == nil
