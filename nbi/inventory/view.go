@@ -428,6 +428,10 @@ func (v *View) Attach(sink func([]Change)) map[string]Change {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.sinks = append(v.sinks, sink)
+	return v.objectsLocked()
+}
+
+func (v *View) objectsLocked() map[string]Change {
 	out := make(map[string]Change, len(v.devices)+len(v.pools)+len(v.rtypes))
 	for _, d := range v.devices {
 		out[d.entry.ID] = Change{Kind: KindResource, ID: d.entry.ID, Post: d.entry}

@@ -364,3 +364,17 @@ func (s *Server) renderDeviceTypeLocked(x *deviceType, base string) map[string]a
 		"module_bay_template_count": 0, "inventory_item_template_count": 0,
 	}
 }
+
+// SetSite moves a device to the site named name (created when new); it bumps the device's
+// last_updated.
+func (s *Server) SetSite(id int32, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.devices[id]
+	if !ok {
+		return fmt.Errorf("netboxsim: no device %d", id)
+	}
+	d.siteID = s.siteLocked(Site{Name: name}).ID
+	d.lastUpdated = s.stampLocked()
+	return nil
+}
