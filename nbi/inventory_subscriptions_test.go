@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,4 +313,31 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 	require.ElementsMatch(t, []string{"resource 1 1 active", "resource 1 4 failed"}, got[1:3], "both, none lost")
 	prior := r.Notifications()[1].Body["priorObjectState"].(map[string]any)
 	require.Equal(t, "staged", prior["extensions"].(map[string]any)["status"], "the prior state is what subscribers were last told")
+}
+
+// Only the leader delivers: a notifier whose replica does not lead sends nothing, and starts (with
+// what changed meanwhile) once it does.
+func TestOnlyTheLeaderDelivers(t *testing.T) {
+	se := newSubsEnv(t)
+	r := smo.New()
+	defer r.Close()
+	se.subscribe(r.URL(), "(eq,objectType,resource)")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var leading atomic.Bool
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond},
+		se.view, se.store, se.kube, se.namespace, nil, nil, nil)
+	require.NoError(t, err)
+	go func() { _ = n.Run(ctx, leading.Load) }()
+	require.NoError(t, se.sim.SetStatus(3, "offline"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	time.Sleep(500 * time.Millisecond)
+	require.Zero(t, r.Attempts(), "a replica that does not lead delivers nothing")
+	leading.Store(true)
+	// It starts from no recorded progress (a first start): what it sees now is the baseline, and
+	// changes from then on are delivered.
+	time.Sleep(400 * time.Millisecond)
+	require.NoError(t, se.sim.SetStatus(3, "failed"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	require.Equal(t, []string{"resource 1 3 failed"}, waitEvents(t, r, 1))
 }

@@ -229,10 +229,19 @@ func (n *Notifier) start(ctx context.Context) error {
 	n.running, n.runCtx = true, ctx
 	n.mu.Unlock()
 	current := n.view.Attach(n.sink)
+	dmsKnown := false
 	if n.managers != nil {
 		if dms, err := n.managers(); err == nil {
+			dmsKnown = true
 			for _, e := range dms {
 				current[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+			}
+		}
+	}
+	if !dmsKnown { // unknown is not "none": the next poll diffs them against what was told
+		for id, b := range before {
+			if b.Kind == KindDeploymentManager {
+				current[id] = b
 			}
 		}
 	}
