@@ -20,7 +20,8 @@ type Source interface {
 // Refresher keeps a View current from NetBox: one full listing at start and every ResyncInterval
 // (the only way to notice a device deleted in NetBox), and in between, every RefreshInterval, only
 // what changed — devices, sites and device types whose last_updated is at or after the newest one
-// seen, less a few seconds of overlap. An idle NetBox costs three calls per interval.
+// seen less a few seconds of overlap, and once that has settled, after it (see mark). An idle NetBox
+// costs three calls per interval.
 //
 // Staleness: a change made in NetBox by someone else shows within RefreshInterval plus one listing's
 // duration; a deletion within ResyncInterval plus one full listing. The operator's own writes show at
@@ -34,8 +35,38 @@ type Refresher struct {
 
 	runs *prometheus.CounterVec
 
-	// newest last_updated seen per collection (NetBox's clock, not ours)
-	devicesMark, sitesMark, typesMark time.Time
+	devices, sites, types mark
+}
+
+// mark is the newest last_updated seen in a collection (NetBox's clock), when it moved (ours), and
+// whether a listing that started at least overlap after that has completed: from then on no row
+// stamped at or before the mark can still be committing, and listings ask only for rows after it
+// (otherwise an idle NetBox would re-list the rows of its last busy seconds forever).
+type mark struct {
+	at      time.Time
+	movedAt time.Time
+	settled bool
+}
+
+func (m *mark) since(full bool) time.Time {
+	switch {
+	case full || m.at.IsZero():
+		return time.Time{}
+	case m.settled:
+		return m.at.Add(time.Microsecond) // NetBox stamps to the microsecond
+	}
+	return m.at.Add(-overlap)
+}
+
+// advance records a listing that started at started and saw rows stamped up to newest.
+func (m *mark) advance(newest, started, now time.Time) {
+	if newest.After(m.at) {
+		m.at, m.movedAt, m.settled = newest, now, false
+		return
+	}
+	if !m.settled && !started.Before(m.movedAt.Add(overlap)) {
+		m.settled = true
+	}
 }
 
 // NewRefresher builds the refresher and registers its metrics on reg (nil: not registered).
@@ -128,21 +159,15 @@ func (r *Refresher) Refresh(ctx context.Context, full bool) error {
 
 func (r *Refresher) refresh(ctx context.Context, full bool) error {
 	at := r.view.now()
-	since := func(mark time.Time) time.Time {
-		if full || mark.IsZero() {
-			return time.Time{}
-		}
-		return mark.Add(-overlap)
-	}
-	sites, err := r.src.ListInventorySites(ctx, since(r.sitesMark))
+	sites, err := r.src.ListInventorySites(ctx, r.sites.since(full))
 	if err != nil {
 		return err
 	}
-	types, err := r.src.ListInventoryDeviceTypes(ctx, since(r.typesMark))
+	types, err := r.src.ListInventoryDeviceTypes(ctx, r.types.since(full))
 	if err != nil {
 		return err
 	}
-	devs, err := r.src.ListInventoryDevices(ctx, since(r.devicesMark), full)
+	devs, err := r.src.ListInventoryDevices(ctx, r.devices.since(full), full)
 	if err != nil {
 		return err
 	}
@@ -150,15 +175,22 @@ func (r *Refresher) refresh(ctx context.Context, full bool) error {
 	r.view.applySites(sites)
 	r.view.applyTypes(types)
 	r.view.applyDevices(devs, full)
+	now := r.view.now()
+	var newest time.Time
 	for _, s := range sites {
-		r.sitesMark = later(r.sitesMark, s.LastUpdated)
+		newest = later(newest, s.LastUpdated)
 	}
+	r.sites.advance(newest, at, now)
+	newest = time.Time{}
 	for _, t := range types {
-		r.typesMark = later(r.typesMark, t.LastUpdated)
+		newest = later(newest, t.LastUpdated)
 	}
+	r.types.advance(newest, at, now)
+	newest = time.Time{}
 	for _, d := range devs {
-		r.devicesMark = later(r.devicesMark, d.LastUpdated)
+		newest = later(newest, d.LastUpdated)
 	}
+	r.devices.advance(newest, at, now)
 	r.view.refreshed(full, at)
 	if ce := r.log.Check(zap.DebugLevel, "inventory refreshed"); ce != nil {
 		ce.Write(zap.Bool("full", full), zap.Int("devices", len(devs)), zap.Int("sites", len(sites)), zap.Int("types", len(types)))

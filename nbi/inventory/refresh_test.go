@@ -226,3 +226,39 @@ func TestStalenessOfAnAdministratorsChange(t *testing.T) {
 	slices.Sort(lags)
 	t.Logf("staleness with RefreshInterval=200ms over 200 devices: p50 %v, max %v", lags[len(lags)/2], lags[len(lags)-1])
 }
+
+// What the background refresh costs: an idle changes-only refresh is exactly one call per collection
+// (devices, sites, device types), so the default 10 s interval is 18 NetBox calls per minute; a full
+// listing of N devices is ceil(N/1000) device pages plus one page each of sites and types.
+func TestRefreshCallsPerMinute(t *testing.T) {
+	f := newFixture(t, 1500)
+	ctx := context.Background()
+	now := time.Now()
+	f.view.now = func() time.Time { return now }
+	total := func() int {
+		return f.sim.Calls(http.MethodGet, netboxsim.RouteDevices) + f.sim.Calls(http.MethodGet, netboxsim.RouteSites) +
+			f.sim.Calls(http.MethodGet, netboxsim.RouteDeviceTypes)
+	}
+	require.NoError(t, f.ref.Refresh(ctx, true))
+	require.Equal(t, 2+2, total(), "1500 devices: 2 pages, and one page each of sites and types")
+	// The first changes-only refreshes re-read the last seconds before the newest stamp (a row stamped
+	// then may still have been committing); once settled, only what is newer.
+	for i := 0; i < 3; i++ {
+		now = now.Add(DefaultRefreshInterval)
+		require.NoError(t, f.ref.Refresh(ctx, false))
+	}
+	before := total()
+	for i := 0; i < 6; i++ {
+		now = now.Add(DefaultRefreshInterval)
+		require.NoError(t, f.ref.Refresh(ctx, false))
+	}
+	perRefresh := (total() - before) / 6
+	require.Equal(t, 3, perRefresh)
+	t.Logf("idle changes-only refresh: %d calls; at the default %s interval %d calls per minute", perRefresh,
+		DefaultRefreshInterval, perRefresh*int(time.Minute/DefaultRefreshInterval))
+
+	// A change after settling is still seen.
+	require.NoError(t, f.sim.SetStatus(7, "failed"))
+	require.NoError(t, f.ref.Refresh(ctx, false))
+	require.Equal(t, "failed", f.resource(t, 7)["extensions"].(map[string]any)["status"])
+}
