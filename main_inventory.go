@@ -59,7 +59,7 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 	kube := op.Clients().Kubernetes
 	iw.subs = inventory.NewSubscriptionStore(kube, namespace)
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
-		kube, namespace, srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
+		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
 		return err
 	}

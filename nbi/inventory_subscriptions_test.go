@@ -108,7 +108,7 @@ func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prome
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{
 		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 100 * time.Millisecond, ManagerPoll: 100 * time.Millisecond, PersistEvery: 50 * time.Millisecond,
-	}, view, se.store, se.kube, se.namespace, nil, nil, reg)
+	}, view, se.store, nil, nil, reg)
 	require.NoError(se.t, err)
 	go func() { _ = n.Run(ctx, func() bool { return true }) }()
 	return n
@@ -270,7 +270,7 @@ func histogram(t *testing.T, reg *prometheus.Registry, name string) hist {
 }
 
 // A change queued but not delivered when the operator stops, and one made in NetBox while it is down,
-// are both notified after it starts again: the progress ConfigMap holds what every subscriber was told.
+// are both notified after it starts again: the subscription's ConfigMap holds what it was last told.
 func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 	se := newSubsEnv(t)
 	r := smo.New()
@@ -283,9 +283,9 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 	require.NoError(t, se.refresher.Refresh(ctx, false))
 	require.Equal(t, []string{"resource 1 3 offline"}, waitEvents(t, r, 1))
 	require.Eventually(t, func() bool {
-		_, err := se.kube.CoreV1().ConfigMaps(se.namespace).Get(ctx, "o2ims-inventory-notified", metav1.GetOptions{})
-		return err == nil
-	}, 10*time.Second, 10*time.Millisecond, "progress persisted once delivered")
+		cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(ctx, metav1.ListOptions{LabelSelector: inventory.SubscriptionLabel + "=true"})
+		return err == nil && len(cms.Items) == 1 && len(cms.Items[0].BinaryData["progress.json.gz"]) > 0
+	}, 10*time.Second, 10*time.Millisecond, "progress persisted in the subscription's ConfigMap once delivered")
 	time.Sleep(200 * time.Millisecond)
 
 	// Undeliverable now: the claim is queued when the operator stops.
@@ -326,7 +326,7 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	defer cancel()
 	var leading atomic.Bool
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond},
-		se.view, se.store, se.kube, se.namespace, nil, nil, nil)
+		se.view, se.store, nil, nil, nil)
 	require.NoError(t, err)
 	go func() { _ = n.Run(ctx, leading.Load) }()
 	require.NoError(t, se.sim.SetStatus(3, "offline"))

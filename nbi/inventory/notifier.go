@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -18,10 +17,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -59,34 +54,22 @@ func (c NotifierConfig) withDefaults() NotifierConfig {
 	return c
 }
 
-// progressName is the ConfigMap holding the delivered progress: every object as all subscribers have
-// been told of it (gzip JSON). It is written only when every queue is empty, so after a restart the
-// difference between it and NetBox's current state is exactly what some subscriber may not have got:
-// it is notified again (duplicates possible, losses not).
-const (
-	progressName = "o2ims-inventory-notified"
-	progressKey  = "objects.json.gz"
-)
-
 // Notifier delivers InventoryChangeNotifications: at least once, in order per subscriber, each
 // subscriber with its own queue and goroutine, so a dead callback slows no one else, and the view (whose
 // sink only appends) never waits for a callback.
 type Notifier struct {
-	cfg       NotifierConfig
-	view      *View
-	store     *SubscriptionStore
-	kube      kubernetes.Interface
-	namespace string
-	managers  func() ([]*Entry, error) // deployment managers now (nil: none)
-	log       *zap.Logger
-	client    *http.Client
+	cfg      NotifierConfig
+	view     *View
+	store    *SubscriptionStore
+	managers func() ([]*Entry, error) // deployment managers now (nil: none)
+	log      *zap.Logger
+	client   *http.Client
 
-	mu        sync.Mutex
-	subs      map[string]*subscriber
-	state     map[string]Change // every object as the notifier last saw it (Post)
-	persisted bool              // state equals what progressName holds
-	running   bool
-	runCtx    context.Context // Run's, once delivering
+	mu      sync.Mutex
+	subs    map[string]*subscriber
+	state   map[string]Change // every object as the notifier last saw it (Post)
+	running bool
+	runCtx  context.Context // Run's, once delivering
 
 	delivered, failed, filtered *prometheus.CounterVec
 	retried                     *prometheus.CounterVec
@@ -101,6 +84,10 @@ type subscriber struct {
 	cancel context.CancelFunc
 	queue  []*note
 	index  map[string]*note // object id → its last queued note not yet being delivered
+	// told is every object as this subscriber was last told of it (delivered, or left out by its
+	// filter): its progress, persisted in its ConfigMap when its queue is empty and told moved.
+	told  map[string]Change
+	dirty bool
 }
 
 type note struct {
@@ -112,14 +99,14 @@ type note struct {
 }
 
 // NewNotifier builds the notifier; reg receives its metrics (nil: not registered).
-func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore, kube kubernetes.Interface, namespace string,
+func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore,
 	managers func() ([]*Entry, error), log *zap.Logger, reg prometheus.Registerer) (*Notifier, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	cfg = cfg.withDefaults()
 	n := &Notifier{
-		cfg: cfg, view: view, store: store, kube: kube, namespace: namespace, managers: managers, log: log,
+		cfg: cfg, view: view, store: store, managers: managers, log: log,
 		client: &http.Client{
 			Timeout: cfg.Timeout,
 			// A redirect is not a delivery: the callback the SMO registered is the only one POSTed to.
@@ -210,69 +197,61 @@ func (n *Notifier) Run(ctx context.Context, leading func() bool) error {
 	}
 }
 
-// start reads the subscriptions and the persisted progress, attaches to the view, and queues what
-// changed since the progress was written (all of it, if none was: a first start notifies nothing,
-// there being no earlier state anyone was told of).
+// start attaches to the view (atomically taking its objects as the current state), adds the
+// deployment managers, and then the subscriptions: each resumes from its own persisted progress.
 func (n *Notifier) start(ctx context.Context) error {
-	n.syncSubscriptions(ctx)
-	before, found, err := n.loadProgress(ctx)
-	for err != nil { // the API server must answer: starting without it would lose what changed while down
-		n.log.Warn("reading the inventory notification progress failed; retrying", zap.Error(err))
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(2 * time.Second):
+	n.view.Attach(func(objs map[string]Change) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for id, c := range objs {
+			n.state[id] = c
 		}
-		before, found, err = n.loadProgress(ctx)
+	}, n.sink)
+	if n.managers != nil {
+		// The caches are synced once this replica leads; until they answer, what the deployment
+		// managers are is unknown, which is not "none" (that would tell every subscriber they were
+		// deleted).
+		for {
+			dms, err := n.managers()
+			if err == nil {
+				n.mu.Lock()
+				for _, e := range dms {
+					n.state[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+				}
+				n.mu.Unlock()
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
 	}
 	n.mu.Lock()
 	n.running, n.runCtx = true, ctx
 	n.mu.Unlock()
-	current := n.view.Attach(n.sink)
-	dmsKnown := false
-	if n.managers != nil {
-		if dms, err := n.managers(); err == nil {
-			dmsKnown = true
-			for _, e := range dms {
-				current[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
-			}
-		}
-	}
-	if !dmsKnown { // unknown is not "none": the next poll diffs them against what was told
-		for id, b := range before {
-			if b.Kind == KindDeploymentManager {
-				current[id] = b
-			}
-		}
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !found {
-		n.state = current
-		return nil
-	}
-	now := time.Now()
+	n.syncSubscriptions(ctx)
+	return nil
+}
+
+// diff is what changed from before to now, ordered as the view would have emitted it.
+func diff(before, now map[string]Change, at time.Time) []Change {
 	var changes []Change
-	for id, c := range current {
+	for id, c := range now {
 		if b, ok := before[id]; !ok {
-			changes = append(changes, Change{Kind: c.Kind, ID: id, Post: c.Post, At: now})
+			changes = append(changes, Change{Kind: c.Kind, ID: id, Post: c.Post, At: at})
 		} else if !bytes.Equal(b.Post.JSON, c.Post.JSON) {
-			changes = append(changes, Change{Kind: c.Kind, ID: id, Prior: b.Post, Post: c.Post, At: now})
+			changes = append(changes, Change{Kind: c.Kind, ID: id, Prior: b.Post, Post: c.Post, At: at})
 		}
 	}
 	for id, b := range before {
-		if _, ok := current[id]; !ok {
-			changes = append(changes, Change{Kind: b.Kind, ID: id, Prior: b.Post, At: now})
+		if _, ok := now[id]; !ok {
+			changes = append(changes, Change{Kind: b.Kind, ID: id, Prior: b.Post, At: at})
 		}
 	}
 	sortChanges(changes)
-	n.state = before
-	n.persisted = true
-	n.enqueueLocked(changes)
-	if len(changes) > 0 {
-		n.log.Info("notifying what changed while no replica was delivering", zap.Int("changes", len(changes)))
-	}
-	return nil
+	return changes
 }
 
 // sortChanges orders a reconstructed batch as the view would have: creations of pools and types
@@ -307,7 +286,6 @@ func (n *Notifier) enqueueLocked(changes []Change) {
 		} else {
 			n.state[c.ID] = Change{Kind: c.Kind, ID: c.ID, Post: c.Post}
 		}
-		n.persisted = false
 		for _, s := range n.subs {
 			s.push(c, n.cfg.QueueLimit)
 		}
@@ -336,8 +314,10 @@ func (s *subscriber) push(c Change, limit int) {
 	}
 }
 
-// syncSubscriptions starts a deliverer for each new subscription (it hears of changes from now on)
-// and stops those of deleted ones.
+// syncSubscriptions starts a deliverer for each new subscription and stops those of deleted ones. A
+// subscription with persisted progress is first queued what changed since (a restart, a new leader);
+// one without is told of changes from now on. One whose progress cannot be read is retried at the
+// next poll (starting it without would lose what it missed).
 func (n *Notifier) syncSubscriptions(ctx context.Context) {
 	list, err := n.store.List(ctx)
 	if err != nil {
@@ -345,11 +325,12 @@ func (n *Notifier) syncSubscriptions(ctx context.Context) {
 		return
 	}
 	seen := map[string]bool{}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	for _, sub := range list {
 		seen[sub.SubscriptionID] = true
-		if _, ok := n.subs[sub.SubscriptionID]; ok {
+		n.mu.Lock()
+		_, known := n.subs[sub.SubscriptionID]
+		n.mu.Unlock()
+		if known {
 			continue
 		}
 		var f query.Filter
@@ -359,11 +340,41 @@ func (n *Notifier) syncSubscriptions(ctx context.Context) {
 				continue
 			}
 		}
+		progress, found, err := n.store.LoadProgress(ctx, sub.SubscriptionID)
+		if err != nil {
+			n.log.Warn("reading a subscription's progress failed; retrying at the next poll", zap.String("subscription", sub.SubscriptionID), zap.Error(err))
+			continue
+		}
+		n.mu.Lock()
+		if _, known := n.subs[sub.SubscriptionID]; known {
+			n.mu.Unlock()
+			continue
+		}
 		sctx, cancel := context.WithCancel(ctx)
 		s := &subscriber{sub: sub, filter: f, wake: make(chan struct{}, 1), cancel: cancel, index: map[string]*note{}}
+		if found {
+			s.told = progress
+			missed := diff(progress, n.state, time.Now())
+			for _, c := range missed {
+				s.push(c, n.cfg.QueueLimit)
+			}
+			if len(missed) > 0 {
+				n.log.Info("notifying a subscription of what changed while it was not being delivered to",
+					zap.String("subscription", sub.SubscriptionID), zap.Int("changes", len(missed)))
+			}
+		} else {
+			s.told = make(map[string]Change, len(n.state))
+			for id, c := range n.state {
+				s.told[id] = c
+			}
+			s.dirty = true
+		}
 		n.subs[sub.SubscriptionID] = s
+		n.mu.Unlock()
 		go n.deliver(sctx, s)
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	for id, s := range n.subs {
 		if !seen[id] {
 			s.cancel()
@@ -465,6 +476,12 @@ func (n *Notifier) deliver(ctx context.Context, s *subscriber) {
 		}
 		n.mu.Lock()
 		s.queue = s.queue[1:]
+		if p.post == nil {
+			delete(s.told, p.id)
+		} else {
+			s.told[p.id] = Change{Kind: p.kind, ID: p.id, Post: p.post}
+		}
+		s.dirty = true
 		n.mu.Unlock()
 	}
 }
@@ -562,89 +579,32 @@ func (n *Notifier) objectRef(p *note) string {
 	return ""
 }
 
-type storedObject struct {
-	Kind Kind            `json:"k"`
-	JSON json.RawMessage `json:"j"`
-}
-
-// persist writes the state when every queue is empty (everyone has been told of it) and it moved.
+// persist writes each subscriber's progress when its queue is empty and it moved.
 func (n *Notifier) persist(ctx context.Context) {
+	type job struct {
+		s    *subscriber
+		objs map[string]storedObject
+	}
+	var jobs []job
 	n.mu.Lock()
-	if n.persisted || !n.running {
-		n.mu.Unlock()
-		return
-	}
 	for _, s := range n.subs {
-		if len(s.queue) > 0 {
-			n.mu.Unlock()
-			return
-		}
-	}
-	objs := make(map[string]storedObject, len(n.state))
-	for id, c := range n.state {
-		objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
-	}
-	n.persisted = true
-	n.mu.Unlock()
-	if err := n.writeProgress(ctx, objs); err != nil {
-		n.log.Warn("writing the inventory notification progress failed; retrying", zap.Error(err))
-		n.mu.Lock()
-		n.persisted = false
-		n.mu.Unlock()
-	}
-}
-
-func (n *Notifier) writeProgress(ctx context.Context, objs map[string]storedObject) error {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(objs); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	cms := n.kube.CoreV1().ConfigMaps(n.namespace)
-	cm, err := cms.Get(ctx, progressName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: progressName, Namespace: n.namespace, Labels: map[string]string{"app.kubernetes.io/name": "o2ims-operator"}},
-			BinaryData: map[string][]byte{progressKey: buf.Bytes()},
-		}, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	cm.BinaryData = map[string][]byte{progressKey: buf.Bytes()}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
-}
-
-func (n *Notifier) loadProgress(ctx context.Context) (map[string]Change, bool, error) {
-	cm, err := n.kube.CoreV1().ConfigMaps(n.namespace).Get(ctx, progressName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(cm.BinaryData[progressKey]))
-	if err != nil {
-		n.log.Warn("the inventory notification progress is unreadable; starting afresh", zap.Error(err))
-		return nil, false, nil
-	}
-	var objs map[string]storedObject
-	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
-		n.log.Warn("the inventory notification progress is unreadable; starting afresh", zap.Error(err))
-		return nil, false, nil
-	}
-	out := make(map[string]Change, len(objs))
-	for id, o := range objs {
-		var attrs map[string]any
-		if json.Unmarshal(o.JSON, &attrs) != nil {
+		if !s.dirty || len(s.queue) > 0 {
 			continue
 		}
-		out[id] = Change{Kind: o.Kind, ID: id, Post: &Entry{ID: id, Attrs: attrs, JSON: o.JSON}}
+		objs := make(map[string]storedObject, len(s.told))
+		for id, c := range s.told {
+			objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
+		}
+		s.dirty = false
+		jobs = append(jobs, job{s, objs})
 	}
-	return out, true, nil
+	n.mu.Unlock()
+	for _, j := range jobs {
+		if err := n.store.SaveProgress(ctx, j.s.sub.SubscriptionID, j.objs); err != nil {
+			n.log.Warn("writing a subscription's progress failed; retrying", zap.String("subscription", j.s.sub.SubscriptionID), zap.Error(err))
+			n.mu.Lock()
+			j.s.dirty = true
+			n.mu.Unlock()
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -205,3 +207,74 @@ var SubscriptionSchema = query.Object("Subscription", map[string]query.Attr{
 	"subscriptionId": query.Simple(), "consumerSubscriptionId": query.Simple().Optional(),
 	"filter": query.Simple().Optional(), "callback": query.Simple(),
 })
+
+// progressKey holds, in a subscription's ConfigMap, its progress: every object as it was last told of
+// it (gzip JSON).
+const progressKey = "progress.json.gz"
+
+type storedObject struct {
+	Kind Kind            `json:"k"`
+	JSON json.RawMessage `json:"j"`
+}
+
+// SaveProgress writes a subscription's progress (nothing when it was deleted meanwhile).
+func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs map[string]storedObject) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(objs); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
+	cm, err := cms.Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cm.BinaryData == nil {
+		cm.BinaryData = map[string][]byte{}
+	}
+	cm.BinaryData[progressKey] = buf.Bytes()
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-notifier"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
+// which is logged by the caller's absence of changes: it then starts from now).
+func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]Change, bool, error) {
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	raw, ok := cm.BinaryData[progressKey]
+	if !ok {
+		return nil, false, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, false, nil
+	}
+	var objs map[string]storedObject
+	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
+		return nil, false, nil
+	}
+	out := make(map[string]Change, len(objs))
+	for oid, o := range objs {
+		var attrs map[string]any
+		if json.Unmarshal(o.JSON, &attrs) != nil {
+			continue
+		}
+		out[oid] = Change{Kind: o.Kind, ID: oid, Post: &Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
+	}
+	return out, true, nil
+}

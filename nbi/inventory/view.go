@@ -422,13 +422,14 @@ func (v *View) Counts() (resources, pools, types int) {
 	return len(v.devices), len(v.pools), len(v.rtypes)
 }
 
-// Attach registers sink and answers, atomically with it, every object the view holds (by id, with its
-// kind): a notifier then misses no change between what it was told and what follows.
-func (v *View) Attach(sink func([]Change)) map[string]Change {
+// Attach hands init every object the view holds (by id, with its kind) and registers sink, both under
+// the view's lock: a notifier then misses no change between what it was given and what follows. init
+// runs where sinks run (same lock order).
+func (v *View) Attach(init func(map[string]Change), sink func([]Change)) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	init(v.objectsLocked())
 	v.sinks = append(v.sinks, sink)
-	return v.objectsLocked()
 }
 
 func (v *View) objectsLocked() map[string]Change {

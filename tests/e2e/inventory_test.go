@@ -104,7 +104,7 @@ func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 }
 
 // SIGKILL between an administrator's change in NetBox and its delivery: the restarted operator
-// notifies it (the progress ConfigMap holds what the SMO was last told).
+// notifies it (the subscription's ConfigMap holds what the SMO was last told).
 func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	smoRecv := smo.New()
@@ -118,9 +118,10 @@ func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 		call(t, http.MethodDelete, operator.NBIURL+invBase+"/subscriptions/"+sub["subscriptionId"].(string), nil)
 	}()
 	eventually(t, 10*time.Second, func() bool {
-		_, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx, "o2ims-inventory-notified", metav1.GetOptions{})
-		return err == nil
-	}, "the progress was never written")
+		cm, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx,
+			"o2ims-inventory-subscription-"+sub["subscriptionId"].(string), metav1.GetOptions{})
+		return err == nil && len(cm.BinaryData["progress.json.gz"]) > 0
+	}, "the subscription's progress was never written")
 
 	var free int32
 	for _, d := range st.NetBox.Devices() {
