@@ -215,6 +215,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	var hosts handlers.Hosts
+	var inv *inventoryWiring // main_inventory.go
 	if nbOn {
 		nb, err := netbox.New(nbCfg, log.Named("netbox"), op.Registry())
 		if err != nil {
@@ -226,6 +227,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		op.OnStartup("netbox", func(ctx context.Context) error {
 			return checkNetBox(ctx, nb.Check, netboxStartupPatience, log)
 		})
+		if inv, err = newInventory(getenv, nbCfg, nb, op, log); err != nil {
+			return fail("%v", err)
+		}
 		hosts = handlers.NewInventoryHosts(chainCfg, nb, clients, op.Registry())
 	}
 	handlers.New(chainCfg, clusterVersion, clients, hosts, op.Registry()).Register(op)
@@ -239,6 +243,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())
 	if err != nil {
 		return fail("%v", err)
+	}
+	if inv != nil {
+		if err := inv.serve(srv, op, chainCfg, clusterVersion, podNS); err != nil {
+			return fail("%v", err)
+		}
 	}
 	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
 	op.OnStartup("start_northbound", func(context.Context) error {

@@ -44,6 +44,12 @@ func (t *pathTree) add(path []string) {
 // reference's "exclude-fields" has been folded into "exclude_fields"). Combinations follow SOL013 table
 // 5.3.2-1: each alone, or exclude_default with fields.
 func parseSelection(params map[string]string) (selection, error) {
+	return parseSelectionWith(params, parseFieldList)
+}
+
+// parseSelectionWith is parseSelection with the reader of a fields / exclude_fields list of the answer
+// type at hand (the inventory API's types have theirs).
+func parseSelectionWith(params map[string]string, parseFieldList func(param, list string, excluding bool) (*pathTree, error)) (selection, error) {
 	var sel selection
 	all, err := boolParam(params, "all_fields")
 	if err != nil {

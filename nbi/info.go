@@ -100,7 +100,7 @@ func (s *Server) infoOf(u *unstructured.Unstructured) ProvisioningRequestInfo {
 		},
 		ProvisionedResourceSet: ProvisionedResourceSet{
 			NodeClusterID:             str(rset["oCloudNodeClusterId"]),
-			InfrastructureResourceIDs: strs(rset["oCloudInfrastructureResourceIds"]),
+			InfrastructureResourceIDs: s.resourceIDs(strs(rset["oCloudInfrastructureResourceIds"])),
 		},
 	}
 	return info

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,6 +135,10 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p *problem
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.problem = p
+	}
+	if strings.HasPrefix(r.URL.Path, inventoryRoot+"/") || r.URL.Path == inventoryRoot {
+		s.writeInventoryProblem(w, r, p.code, body) // inventory_problem.go: its reference's shape
+		return
 	}
 	s.write(w, r, p.code, body)
 }

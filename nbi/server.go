@@ -51,6 +51,8 @@ type Server struct {
 	handler http.Handler
 	order   byID
 
+	inventory *inventoryAPI // nil until EnableInventory (inventory.go)
+
 	mu       sync.Mutex
 	srv      *http.Server
 	ln       net.Listener // the TCP listener (beneath TLS, when served)

@@ -32,6 +32,8 @@ type Client struct {
 	devicePage int32 // device list page size (limit)
 	fieldPage  int32 // custom field list page size
 	maxPages   int   // bound on pages followed in one listing
+
+	observers writeObservers // the inventory view hears of our own writes (inventory.go)
 }
 
 // New validates cfg (filling defaults for a zero Timeout and empty field
@@ -246,7 +248,11 @@ func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag, sta
 	}
 	rctx := withRequestOptions(ctx, requestOptions{op: "patch_device", ifMatch: etag, changelog: changelog})
 	res, resp, err := c.api.DcimAPI.DcimDevicesPartialUpdate(rctx, id).PatchedWritableDeviceWithConfigContextRequest(body).Execute()
-	return c.deviceResult(op, res, resp, err, true)
+	d, derr := c.deviceResult(op, res, resp, err, true)
+	if derr == nil {
+		c.written(id, res, resp, err)
+	}
+	return d, derr
 }
 
 func (c *Client) deviceResult(op string, res *nb.DeviceWithConfigContext, resp *http.Response, err error, write bool) (*Device, error) {

@@ -15,10 +15,12 @@ const (
 	FreeformAttr                 // inside templateParameters: anything, every member optional
 )
 
-// attrNode is one attribute of the reference's ProvisioningRequestInfo.
+// attrNode is one attribute of an answer type (the reference's ProvisioningRequestInfo, or a Schema
+// built with Object). An ObjectAttr without children is free-form: anything goes below it.
 type attrNode struct {
 	kind     AttrKind
 	children map[string]*attrNode
+	optional bool // cardinality 0..1 (only Schemas built with Object have optional attributes)
 }
 
 // infoSchema mirrors the reference's ProvisioningRequestInfo, in the shape package nbi's attributes()
@@ -59,37 +61,44 @@ func InTemplateParameters(path []string) (below []string, ok bool) {
 // requires it. Anything below templateParameters is free-form and optional. A path naming nothing is a
 // 400 *Error that lists what could have been meant.
 func ResolveAttr(path []string) (kind AttrKind, mandatory bool, err error) {
-	node := infoSchema
+	return ProvisioningRequestInfo.Resolve(path)
+}
+
+// Resolve finds what path names in the schema's type: its kind and whether the reference requires it
+// (an attribute is mandatory when it and every attribute on the way to it are). Anything below a
+// free-form object is FreeformAttr and optional. A path naming nothing is a 400 *Error that lists what
+// could have been meant.
+func (s *Schema) Resolve(path []string) (kind AttrKind, mandatory bool, err error) {
+	node := s.root
+	mandatory = true
 	for i, seg := range path {
-		if node.kind == ObjectAttr && node.children == nil { // templateParameters
+		if node.kind == ObjectAttr && node.children == nil { // free-form (templateParameters, extensions)
 			return FreeformAttr, false, nil
 		}
 		if node.kind != ObjectAttr {
-			return 0, false, errorf(statusBadRequest, "%q is not an attribute of ProvisioningRequestInfo: %s has no members",
-				strings.Join(path, "/"), strings.Join(path[:i], "/"))
+			return 0, false, errorf(statusBadRequest, "%q is not an attribute of %s: %s has no members",
+				strings.Join(path, "/"), s.name, strings.Join(path[:i], "/"))
 		}
 		child, ok := node.children[seg]
 		if !ok {
-			return 0, false, errorf(statusBadRequest, "%q is not an attribute of ProvisioningRequestInfo%s",
-				strings.Join(path[:i+1], "/"), knownBelow(node, path[:i]))
+			return 0, false, errorf(statusBadRequest, "%q is not an attribute of %s%s",
+				strings.Join(path[:i+1], "/"), s.name, s.knownBelow(node, path[:i]))
 		}
 		node = child
+		mandatory = mandatory && !node.optional
 	}
-	return node.kind, true, nil
+	return node.kind, mandatory, nil
 }
 
 // knownBelow lists the attributes a wrong path segment could have been, for the error message.
-func knownBelow(node *attrNode, at []string) string {
+func (s *Schema) knownBelow(node *attrNode, at []string) string {
 	names := make([]string, 0, len(node.children))
-	for _, n := range []string{"provisioningRequestData", "provisioningRequestReference", "status",
-		"provisionedResourceSet", "provisioningRequestId", "name", "description", "templateName",
-		"templateVersion", "templateParameters", "updateTime", "message", "provisioningPhase",
-		"nodeClusterId", "infrastructureResourceIds"} {
+	for _, n := range s.order {
 		if _, ok := node.children[n]; ok {
 			names = append(names, n)
 		}
 	}
-	where := "ProvisioningRequestInfo"
+	where := s.name
 	if len(at) > 0 {
 		where = strings.Join(at, "/")
 	}

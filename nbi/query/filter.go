@@ -32,18 +32,23 @@ const filterOpNames = "eq, neq, gt, lt, gte, lte, cont, ncont, in, nin"
 // checked against the reference's ProvisioningRequestInfo; anything inside templateParameters is allowed.
 // A refusal is a 400 *Error saying what is wrong and where.
 func ParseFilter(s string) (Filter, error) {
-	f, err := parseFilter(s)
+	return ProvisioningRequestInfo.ParseFilter(s)
+}
+
+// ParseFilter reads a filter expression whose attribute paths are checked against the schema's type.
+func (sc *Schema) ParseFilter(s string) (Filter, error) {
+	f, err := parseFilter(sc, s)
 	if err != nil {
 		return nil, badRequest(err)
 	}
 	return f, nil
 }
 
-func parseFilter(s string) (Filter, error) {
+func parseFilter(sc *Schema, s string) (Filter, error) {
 	if s == "" {
 		return nil, fmt.Errorf("filter is empty")
 	}
-	p := &filterParser{s: s}
+	p := &filterParser{s: s, schema: sc}
 	var f Filter
 	for {
 		c, err := p.condition()
@@ -62,8 +67,9 @@ func parseFilter(s string) (Filter, error) {
 }
 
 type filterParser struct {
-	s   string
-	pos int
+	s      string
+	pos    int
+	schema *Schema
 }
 
 func (p *filterParser) errorf(format string, args ...any) error {
@@ -97,7 +103,7 @@ func (p *filterParser) condition() (condition, error) {
 			return c, p.errorf("attribute name %q may not contain '(', ')', ';' or a quote", seg)
 		}
 	}
-	kind, _, err := ResolveAttr(path)
+	kind, _, err := p.schema.Resolve(path)
 	if err != nil {
 		p.pos = start
 		return c, p.errorf("%v", err)

@@ -152,6 +152,27 @@ func (s *Server) devicePredicatesLocked(q url.Values) (preds []predicate, badPar
 				}
 			}
 			preds = append(preds, func(d *device) bool { return slices.Contains(want, d.status) })
+		case strings.HasPrefix(key, "last_updated"):
+			when, bad, msg := timeFilters(url.Values{key: values})
+			if bad != "" {
+				return nil, bad, msg
+			}
+			preds = append(preds, func(d *device) bool { return when(d.lastUpdated) })
+		case key == "site_id" || key == "device_type_id":
+			ids, ok := idFilter(values)
+			if !ok {
+				return nil, key, "Select a valid choice. That choice is not one of the available choices."
+			}
+			if ids == nil {
+				continue
+			}
+			bySite := key == "site_id"
+			preds = append(preds, func(d *device) bool {
+				if bySite {
+					return ids[int64(d.siteID)]
+				}
+				return ids[int64(d.typeID)]
+			})
 		case key == "id":
 			var ids []int64
 			for _, v := range nonEmpty(values) {
@@ -494,16 +515,12 @@ func (s *Server) applyPatchLocked(id int32, ifMatch string, body map[string]any,
 }
 
 func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
-	site, role, model := d.site, d.role, d.model
-	if site == "" {
-		site = "Edge Site 1"
-	}
+	role := d.role
 	if role == "" {
-		role = "Server"
+		role = defaultRole
 	}
-	if model == "" {
-		model = "PowerEdge R760"
-	}
+	st, dt := s.sites[d.siteID], s.types[d.typeID]
+	model := dt.Model
 	var name any
 	display := fmt.Sprintf("%s (%d)", model, d.id)
 	if d.name != "" {
@@ -527,6 +544,18 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		}
 		custom[f.Name] = v
 	}
+	var assetTag any
+	if d.assetTag != "" {
+		assetTag = d.assetTag
+	}
+	tags := make([]any, len(d.tags))
+	for i, t := range d.tags {
+		tags[i] = map[string]any{
+			"id": manufacturerID(t), "url": fmt.Sprintf("%s/api/extras/tags/%d/", base, manufacturerID(t)),
+			"display_url": fmt.Sprintf("%s/extras/tags/%d/", base, manufacturerID(t)),
+			"display":     t, "name": t, "slug": slug(t), "color": "9e9e9e",
+		}
+	}
 	ref := func(kind string, id int, disp string, extra map[string]any) map[string]any {
 		m := map[string]any{
 			"id": id, "url": fmt.Sprintf("%s/api/dcim/%s/%d/", base, kind, id), "display": disp, "description": "",
@@ -537,21 +566,18 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		return m
 	}
 	return map[string]any{
-		"id":          d.id,
-		"url":         fmt.Sprintf("%s/api/dcim/devices/%d/", base, d.id),
-		"display_url": fmt.Sprintf("%s/dcim/devices/%d/", base, d.id),
-		"display":     display,
-		"name":        name,
-		"device_type": ref("device-types", 1, model, map[string]any{
-			"manufacturer": ref("manufacturers", 1, "Dell", map[string]any{"name": "Dell", "slug": "dell"}),
-			"model":        model, "slug": slug(model),
-		}),
+		"id":                        d.id,
+		"url":                       fmt.Sprintf("%s/api/dcim/devices/%d/", base, d.id),
+		"display_url":               fmt.Sprintf("%s/dcim/devices/%d/", base, d.id),
+		"display":                   display,
+		"name":                      name,
+		"device_type":               briefDeviceType(dt, base),
 		"role":                      ref("device-roles", 1, role, map[string]any{"name": role, "slug": slug(role), "_depth": 0}),
 		"tenant":                    nil,
 		"platform":                  nil,
-		"serial":                    "",
-		"asset_tag":                 nil,
-		"site":                      ref("sites", 1, site, map[string]any{"name": site, "slug": slug(site)}),
+		"serial":                    d.serial,
+		"asset_tag":                 assetTag,
+		"site":                      briefSite(st, base),
 		"location":                  nil,
 		"rack":                      nil,
 		"position":                  nil,
@@ -569,13 +595,13 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		"virtual_chassis":           nil,
 		"vc_position":               nil,
 		"vc_priority":               nil,
-		"description":               "",
+		"description":               d.description,
 		"owner":                     nil,
 		"comments":                  "",
 		"config_template":           nil,
 		"config_context":            map[string]any{},
 		"local_context_data":        nil,
-		"tags":                      []any{},
+		"tags":                      tags,
 		"custom_fields":             custom,
 		"created":                   pyISO(d.created, "Z"),
 		"last_updated":              pyISO(d.lastUpdated, "Z"),

@@ -72,6 +72,10 @@ type Device struct {
 	Site        string         `json:"site,omitempty"`
 	Role        string         `json:"role,omitempty"`
 	Model       string         `json:"model,omitempty"`
+	Serial      string         `json:"serial,omitempty"`
+	AssetTag    string         `json:"asset_tag,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Tags        []string       `json:"tags,omitempty"`
 	Custom      map[string]any `json:"custom_fields,omitempty"`
 	Created     time.Time      `json:"-"`
 	LastUpdated time.Time      `json:"-"`
@@ -179,17 +183,24 @@ type device struct {
 	id          int32
 	name        string
 	status      string
-	site, role  string
-	model       string
+	role        string
+	siteID      int32
+	typeID      int32
+	serial      string
+	assetTag    string
+	description string
+	tags        []string
 	custom      map[string]any
 	created     time.Time
 	lastUpdated time.Time
 	changelog   []string
 }
 
-func (d *device) snapshot() Device {
+func (s *Server) snapshotLocked(d *device) Device {
 	return Device{
-		ID: d.id, Name: d.name, Status: d.status, Site: d.site, Role: d.role, Model: d.model,
+		ID: d.id, Name: d.name, Status: d.status, Site: s.sites[d.siteID].Name, Role: d.role,
+		Model: s.types[d.typeID].Model, Serial: d.serial, AssetTag: d.assetTag, Description: d.description,
+		Tags:   append([]string(nil), d.tags...),
 		Custom: deepCopyMap(d.custom), Created: d.created, LastUpdated: d.lastUpdated,
 		Changelog: append([]string(nil), d.changelog...),
 	}

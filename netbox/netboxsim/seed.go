@@ -22,7 +22,10 @@ type SeedData struct {
 	// StandardFields adds the four fixed o2ims fields (StandardFields()).
 	StandardFields bool          `json:"standard_fields,omitempty"`
 	CustomFields   []CustomField `json:"custom_fields,omitempty"`
-	Devices        []Device      `json:"devices,omitempty"`
+	// Sites and DeviceTypes are created before the devices that name them (by name / model).
+	Sites       []Site       `json:"sites,omitempty"`
+	DeviceTypes []DeviceType `json:"device_types,omitempty"`
+	Devices     []Device     `json:"devices,omitempty"`
 }
 
 // Seed loads custom fields and devices from a JSON document (see SeedData).
@@ -66,6 +69,12 @@ func (s *Server) Seed(r io.Reader) error {
 		if _, err := s.addFieldLocked(f); err != nil {
 			return err
 		}
+	}
+	for _, st := range data.Sites {
+		s.siteLocked(st)
+	}
+	for _, dt := range data.DeviceTypes {
+		s.deviceTypeLocked(dt)
 	}
 	for _, d := range data.Devices {
 		if _, err := s.addDeviceLocked(d); err != nil {

@@ -21,6 +21,8 @@ const (
 	RouteCustomFields = "custom-fields"
 	RouteDevices      = "devices" // the device list
 	RouteDevice       = "device"  // one device (GET/PATCH)
+	RouteSites        = "sites"
+	RouteDeviceTypes  = "device-types"
 )
 
 // Options configure a simulator. The zero value is a NetBox 4.6.8 that accepts no
@@ -61,6 +63,10 @@ type Server struct {
 	version    string
 	fields     map[string]*field
 	devices    map[int32]*device
+	sites      map[int32]*site
+	types      map[int32]*deviceType
+	nextSite   int32
+	nextType   int32
 	nextField  int32
 	nextDevice int32
 	lastStamp  time.Time
@@ -97,6 +103,8 @@ func New(opts Options) *Server {
 		version:    opts.Version,
 		fields:     map[string]*field{},
 		devices:    map[int32]*device{},
+		sites:      map[int32]*site{},
+		types:      map[int32]*deviceType{},
 		nextField:  1,
 		nextDevice: 1,
 		calls:      map[string]int{},
@@ -325,9 +333,12 @@ func (s *Server) addDeviceLocked(d Device) (int32, error) {
 	for k, v := range d.Custom {
 		custom[k] = normalize(v)
 	}
+	st := s.siteLocked(Site{Name: d.Site})
+	dt := s.deviceTypeLocked(DeviceType{Model: d.Model})
 	now := s.stampLocked()
 	s.devices[d.ID] = &device{
-		id: d.ID, name: d.Name, status: d.Status, site: d.Site, role: d.Role, model: d.Model,
+		id: d.ID, name: d.Name, status: d.Status, role: d.Role, siteID: st.ID, typeID: dt.ID,
+		serial: d.Serial, assetTag: d.AssetTag, description: d.Description, tags: append([]string(nil), d.Tags...),
 		custom: custom, created: now, lastUpdated: now,
 	}
 	return d.ID, nil
@@ -341,7 +352,7 @@ func (s *Server) Device(id int32) (Device, bool) {
 	if !ok {
 		return Device{}, false
 	}
-	return d.snapshot(), true
+	return s.snapshotLocked(d), true
 }
 
 // Devices returns snapshots of all devices ordered by id.
@@ -350,7 +361,7 @@ func (s *Server) Devices() []Device {
 	defer s.mu.Unlock()
 	out := make([]Device, 0, len(s.devices))
 	for _, d := range s.sortedDevicesLocked() {
-		out = append(out, d.snapshot())
+		out = append(out, s.snapshotLocked(d))
 	}
 	return out
 }
@@ -497,6 +508,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handleDeviceGet(w, r, id)
 	case route == RouteDevice && r.Method == http.MethodPatch:
 		s.handleDevicePatch(w, r, id)
+	case route == RouteSites && r.Method == http.MethodGet:
+		s.handleSiteList(w, r)
+	case route == RouteDeviceTypes && r.Method == http.MethodGet:
+		s.handleDeviceTypeList(w, r)
 	default:
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"detail": fmt.Sprintf("Method %q not allowed.", r.Method)}, "")
 	}
@@ -510,6 +525,10 @@ func parseRoute(path string) (route string, id int32, ok bool) {
 		return RouteCustomFields, 0, true
 	case "/api/dcim/devices/":
 		return RouteDevices, 0, true
+	case "/api/dcim/sites/":
+		return RouteSites, 0, true
+	case "/api/dcim/device-types/":
+		return RouteDeviceTypes, 0, true
 	}
 	rest, found := strings.CutPrefix(path, "/api/dcim/devices/")
 	if !found {

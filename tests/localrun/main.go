@@ -23,11 +23,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
-const nbiBase = "/O2ims_infrastructureProvisioning/v1/provisioningRequests"
+const (
+	nbiBase = "/O2ims_infrastructureProvisioning/v1/provisioningRequests"
+	invBase = "/o2ims-infrastructureInventory/v1"
+)
 
 func main() {
 	operator := flag.String("operator", "bin/o2ims-operator", "the operator binary (make build)")
@@ -112,6 +116,22 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 			},
 		},
 	}
+	// A small SMO receiving inventory notifications: each claim of a host arrives as one.
+	recv := smo.New()
+	defer recv.Close()
+	recv.OnNotify(func(n smo.Notification) {
+		post, _ := n.Body["postObjectState"].(map[string]any)
+		ext, _ := post["extensions"].(map[string]any)
+		event := map[float64]string{0: "created", 1: "modified", 2: "deleted"}[n.Body["notificationEventType"].(float64)]
+		fmt.Printf("    [%6.1fs] SMO notified: %v %v %s (host %v now %v)\n", time.Since(start).Seconds(),
+			n.Body["objectType"], post["resourceId"], event, ext["hostIdentity"], ext["status"])
+	})
+	sub, _ := json.Marshal(map[string]any{"callback": recv.URL(), "filter": "(eq,objectType,resource)"})
+	say("subscribing an SMO to inventory changes:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d '%s'", op.NBIURL, invBase+"/subscriptions", sub)
+	if code, answer, err := call(ctx, http.MethodPost, op.NBIURL+invBase+"/subscriptions", sub); err != nil || code != http.StatusCreated {
+		return fmt.Errorf("subscribing answered %d %v: %s", code, err, answer)
+	}
+
 	body, _ := json.MarshalIndent(request, "", "  ")
 	say("submitting a ProvisioningRequest through the northbound API:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d @request.json", op.NBIURL, nbiBase)
 	code, answer, err := call(ctx, http.MethodPost, op.NBIURL+nbiBase, body)
@@ -130,6 +150,10 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 	if err := follow(ctx, op, start); err != nil {
 		return err
 	}
+	for wait := time.Now(); len(recv.Notifications()) == 0 && time.Since(wait) < 10*time.Second; {
+		time.Sleep(100 * time.Millisecond)
+	}
+	say("the SMO received %d inventory notifications", len(recv.Notifications()))
 	if untilFulfilled {
 		return nil // the deferred Stop ends everything and says so
 	}
@@ -216,6 +240,16 @@ It keeps running; Ctrl-C stops everything.
 		op.NBIURL, nbiBase, op.NBIURL, nbiBase, op.NBIURL, nbiBase,
 		op.HealthURL, op.HealthURL, op.HealthURL, op.Log,
 		st.NetBoxToken(), st.NetBoxURL)
+	inv := op.NBIURL + invBase
+	fmt.Printf(`
+  northbound API (O2IMS inventory):
+    curl -s %[1]s | jq                                # the O-Cloud
+    curl -s %[1]s/resourcePools | jq                  # NetBox sites holding pool hosts
+    curl -s %[1]s/resourcePools/$(curl -s %[1]s/resourcePools | jq -r '.[0].resourcePoolId')/resources | jq
+    curl -s %[1]s/resourceTypes | jq
+    curl -s %[1]s/deploymentManagers | jq             # the Cluster of the fulfilled request
+    curl -s %[1]s/subscriptions | jq
+`, inv)
 }
 
 func call(ctx context.Context, method, url string, body []byte) (int, []byte, error) {

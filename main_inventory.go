@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
+// view, kept by a background refresh and by the NetBox client's own confirmed writes (claims,
+// releases, quarantines: netbox.Client.ObserveWrites), served by the northbound API.
+type inventoryWiring struct {
+	view      *inventory.View
+	refresher *inventory.Refresher
+	subs      *inventory.SubscriptionStore
+	notifier  *inventory.Notifier
+	log       *zap.Logger
+}
+
+// newInventory builds the view over nb; it starts refreshing in a startup activity registered after
+// the NetBox check.
+func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, log *zap.Logger) (*inventoryWiring, error) {
+	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	view := inventory.NewView(cfg, func(uid string) string { return requestName(op, uid) })
+	nb.ObserveWrites(view.Written)
+	r, err := inventory.NewRefresher(view, nb, log.Named("inventory"), op.Registry())
+	if err != nil {
+		return nil, err
+	}
+	op.OnStartup("inventory", func(ctx context.Context) error {
+		go r.Run(ctx)
+		return nil
+	})
+	op.OnProbe("inventory", view.Probe)
+	return &inventoryWiring{view: view, refresher: r, log: log.Named("inventory")}, nil
+}
+
+// serve adds the inventory and subscription routes to srv (Clusters come from the operator's cache,
+// subscriptions are ConfigMaps in namespace) and starts the notifier, which delivers only while this
+// replica leads.
+func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) error {
+	gvr := handlers.ClusterGVR(clusterVersion)
+	srv.EnableInventory(iw.view, func(name string) (*unstructured.Unstructured, bool, error) {
+		return op.Cache().Get(gvr, chainCfg.ClusterNamespace, name)
+	})
+	if namespace == "" {
+		namespace = "default"
+	}
+	kube := op.Clients().Kubernetes
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace)
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
+		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
+	if err != nil {
+		return err
+	}
+	iw.notifier = n
+	srv.EnableSubscriptions(iw.subs, n.AddSubscription)
+	op.OnStartup("inventory_notifier", func(ctx context.Context) error {
+		go func() {
+			if err := n.Run(ctx, op.Leading); err != nil {
+				iw.log.Error("the inventory notifier stopped", zap.Error(err))
+			}
+		}()
+		return nil
+	})
+	return nil
+}
+
+// requestName is the name of the cached ProvisioningRequest with uid ("" when none is cached).
+func requestName(op *framework.Operator, uid string) string {
+	objs, err := op.Cache().ByIndex(handlers.ProvisioningRequestGVR, handlers.IndexUID, uid)
+	if err != nil || len(objs) == 0 {
+		return ""
+	}
+	return objs[0].GetName()
+}

@@ -1,0 +1,113 @@
+package inventory
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of the OCLOUD_* and INVENTORY_* environment.
+const (
+	DefaultName            = "o2ims-operator"
+	DefaultDescription     = "O-Cloud whose bare-metal inventory o2ims-operator serves from NetBox"
+	DefaultRefreshInterval = 10 * time.Second
+	DefaultResyncInterval  = 10 * time.Minute
+	// overlap is how far before the newest last_updated seen the next changes-only listing starts: a
+	// NetBox transaction stamps last_updated before it commits, so a row may become visible with a
+	// stamp slightly older than one already listed. Re-reading the last seconds is cheap.
+	overlap = 5 * time.Second
+)
+
+// defaultOCloudNamespace names the UUIDv5 space of a default O-Cloud id: derived from the NetBox URL,
+// so every replica and every restart of one installation agrees without configuration.
+var defaultOCloudNamespace = uuid.MustParse("6f3f8a0e-3a8e-5b41-9c4e-0b2d6f1e2a11")
+
+// Config describes the O-Cloud and how its view of NetBox is kept.
+type Config struct {
+	OCloudID        uuid.UUID     // OCLOUD_ID; default UUIDv5(namespace, NETBOX_URL)
+	GlobalCloudID   uuid.UUID     // OCLOUD_GLOBAL_CLOUD_ID: assigned by the SMO; default the nil UUID (none yet)
+	Name            string        // OCLOUD_NAME
+	Description     string        // OCLOUD_DESCRIPTION
+	ServiceURI      string        // OCLOUD_SERVICE_URI: the apiRoot SMOs reach; default: from each request's Host
+	RefreshInterval time.Duration // INVENTORY_REFRESH_INTERVAL seconds: changes-only listing period
+	ResyncInterval  time.Duration // INVENTORY_RESYNC_INTERVAL seconds: full listing period (finds deletions)
+}
+
+// ConfigFromEnv reads the configuration; netboxURL is NETBOX_URL (the default O-Cloud id's seed). A bad
+// value is one line naming the variable.
+func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	cfg := Config{
+		OCloudID:        uuid.NewSHA1(defaultOCloudNamespace, []byte(strings.TrimRight(netboxURL, "/"))),
+		Name:            DefaultName,
+		Description:     DefaultDescription,
+		RefreshInterval: DefaultRefreshInterval,
+		ResyncInterval:  DefaultResyncInterval,
+	}
+	for _, u := range []struct {
+		env string
+		dst *uuid.UUID
+	}{{"OCLOUD_ID", &cfg.OCloudID}, {"OCLOUD_GLOBAL_CLOUD_ID", &cfg.GlobalCloudID}} {
+		if v := get(u.env); v != "" {
+			id, err := uuid.Parse(v)
+			if err != nil || len(v) != 36 {
+				return Config{}, fmt.Errorf("%s=%q: want a UUID (8-4-4-4-12 hexadecimal digits)", u.env, v)
+			}
+			*u.dst = id
+		}
+	}
+	if v := get("OCLOUD_NAME"); v != "" {
+		cfg.Name = v
+	}
+	if v := get("OCLOUD_DESCRIPTION"); v != "" {
+		cfg.Description = v
+	}
+	if v := get("OCLOUD_SERVICE_URI"); v != "" {
+		if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+			return Config{}, fmt.Errorf("OCLOUD_SERVICE_URI=%q: want an absolute http:// or https:// URI", v)
+		}
+		cfg.ServiceURI = strings.TrimRight(v, "/")
+	}
+	for _, d := range []struct {
+		env string
+		dst *time.Duration
+	}{{"INVENTORY_REFRESH_INTERVAL", &cfg.RefreshInterval}, {"INVENTORY_RESYNC_INTERVAL", &cfg.ResyncInterval}} {
+		if v := get(d.env); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 || f > 86400 {
+				return Config{}, fmt.Errorf("%s=%q: want a positive number of seconds (at most 86400)", d.env, v)
+			}
+			*d.dst = time.Duration(f * float64(time.Second))
+		}
+	}
+	return cfg, nil
+}
+
+// The ids of the inventory's objects: UUIDv5 in the O-Cloud's id of the NetBox (or Cluster API) object,
+// so they are the same on every replica and after every restart, and differ between O-Clouds.
+
+// ResourceID is the id of the resource of NetBox device id.
+func (c Config) ResourceID(device int32) string { return c.id("netbox/dcim.device/%d", device) }
+
+// ResourcePoolID is the id of the pool of NetBox site id.
+func (c Config) ResourcePoolID(site int32) string { return c.id("netbox/dcim.site/%d/pool", site) }
+
+// SiteID is the id of the O-Cloud site of NetBox site id.
+func (c Config) SiteID(site int32) string { return c.id("netbox/dcim.site/%d", site) }
+
+// ResourceTypeID is the id of the resource type of NetBox device type id.
+func (c Config) ResourceTypeID(deviceType int32) string {
+	return c.id("netbox/dcim.devicetype/%d", deviceType)
+}
+
+// DeploymentManagerID is the id of the deployment manager of the Cluster API Cluster with uid.
+func (c Config) DeploymentManagerID(clusterUID string) string {
+	return c.id("cluster.x-k8s.io/Cluster/%s", clusterUID)
+}
+
+func (c Config) id(format string, args ...any) string {
+	return uuid.NewSHA1(c.OCloudID, []byte(fmt.Sprintf(format, args...))).String()
+}

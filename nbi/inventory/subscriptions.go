@@ -1,0 +1,280 @@
+package inventory
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+)
+
+// Subscriptions are ConfigMaps in the operator's namespace — no CRD to install, shared by every
+// replica, surviving restarts — labelled SubscriptionLabel and named "o2ims-inventory-subscription-<id>",
+// holding the Subscription as JSON under "subscription.json".
+const (
+	SubscriptionLabel  = "o2ims.provisioning.oran.org/inventory-subscription"
+	subscriptionPrefix = "o2ims-inventory-subscription-"
+	subscriptionKey    = "subscription.json"
+	maxCallbackLength  = 2048
+)
+
+// Subscription is the reference's Subscription.
+type Subscription struct {
+	SubscriptionID         string `json:"subscriptionId"`
+	ConsumerSubscriptionID string `json:"consumerSubscriptionId,omitempty"`
+	Filter                 string `json:"filter,omitempty"`
+	Callback               string `json:"callback"`
+}
+
+// NotificationSchema is what a subscription's filter is checked against and matched on: the
+// InventoryChangeNotification (prior and post states are free-form: any type's attributes), with
+// objectType, the kind of object (resource, resourcePool, resourceType, deploymentManager), beside it.
+var NotificationSchema = query.Object("InventoryChangeNotification", map[string]query.Attr{
+	"notificationId": query.Simple(), "consumerSubscriptionId": query.Simple(), "notificationEventType": query.Simple(),
+	"objectRef": query.Simple(), "objectType": query.Simple(),
+	"priorObjectState": query.Freeform().Optional(), "postObjectState": query.Freeform().Optional(),
+})
+
+// InvalidError is a subscription the caller got wrong (a 400).
+type InvalidError struct{ Message string }
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// ErrSubscriptionNotFound: no subscription has that id.
+var ErrSubscriptionNotFound = errors.New("subscription not found")
+
+// Validate checks what the caller may send: an absolute http or https callback with a host and no
+// credentials or fragment, a consumerSubscriptionId that is a UUID, a filter that parses. The id is
+// the O-Cloud's to allocate (readOnly): one sent is refused.
+func (s *Subscription) Validate() error {
+	if s.SubscriptionID != "" {
+		return &InvalidError{"subscriptionId is allocated by the O-Cloud (readOnly); do not send it"}
+	}
+	if len(s.Callback) > maxCallbackLength {
+		return &InvalidError{fmt.Sprintf("callback is longer than %d characters", maxCallbackLength)}
+	}
+	u, err := url.Parse(s.Callback)
+	switch {
+	case s.Callback == "":
+		return &InvalidError{"callback is required: the absolute http:// or https:// URI notifications are POSTed to"}
+	case err != nil:
+		return &InvalidError{fmt.Sprintf("callback %q is not a URI: %v", truncate(s.Callback, 100), err)}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return &InvalidError{fmt.Sprintf("callback %q must be an absolute http:// or https:// URI", truncate(s.Callback, 100))}
+	case u.Host == "" || u.Hostname() == "":
+		return &InvalidError{fmt.Sprintf("callback %q has no host", truncate(s.Callback, 100))}
+	case u.User != nil:
+		return &InvalidError{"callback must not carry credentials (user:password@)"}
+	case u.Fragment != "":
+		return &InvalidError{"callback must not have a fragment"}
+	}
+	if p := u.Port(); p != "" {
+		if _, err := net.LookupPort("tcp", p); err != nil {
+			return &InvalidError{fmt.Sprintf("callback %q has an invalid port", truncate(s.Callback, 100))}
+		}
+	}
+	if s.ConsumerSubscriptionID != "" {
+		if id, err := uuid.Parse(s.ConsumerSubscriptionID); err != nil || id.String() != strings.ToLower(s.ConsumerSubscriptionID) {
+			return &InvalidError{fmt.Sprintf("consumerSubscriptionId %q is not a UUID", truncate(s.ConsumerSubscriptionID, 60))}
+		}
+	}
+	if s.Filter != "" {
+		if _, err := NotificationSchema.ParseFilter(s.Filter); err != nil {
+			return &InvalidError{fmt.Sprintf("filter: %v", err)}
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// SubscriptionStore keeps subscriptions as ConfigMaps in one namespace.
+type SubscriptionStore struct {
+	kube      kubernetes.Interface
+	namespace string
+}
+
+// NewSubscriptionStore stores in namespace (the operator's).
+func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *SubscriptionStore {
+	return &SubscriptionStore{kube: kube, namespace: namespace}
+}
+
+// Create allocates the id (a random UUID: a subscription is a new thing, not derived from one) and
+// stores the subscription.
+func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscription, error) {
+	if err := s.Validate(); err != nil {
+		return Subscription{}, err
+	}
+	s.SubscriptionID = uuid.NewString()
+	data, err := json.Marshal(s)
+	if err != nil {
+		return Subscription{}, err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: subscriptionPrefix + s.SubscriptionID, Namespace: st.namespace,
+			Labels: map[string]string{SubscriptionLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+		},
+		Data: map[string]string{subscriptionKey: string(data)},
+	}
+	if _, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"}); err != nil {
+		return Subscription{}, err
+	}
+	return s, nil
+}
+
+// Get reads one subscription.
+func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, error) {
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Subscription{}, ErrSubscriptionNotFound
+	}
+	if err != nil {
+		return Subscription{}, err
+	}
+	s, ok := decodeSubscription(cm)
+	if !ok {
+		return Subscription{}, ErrSubscriptionNotFound
+	}
+	return s, nil
+}
+
+// List reads every subscription, sorted by id. A ConfigMap that does not hold one is skipped.
+func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
+	list, err := st.kube.CoreV1().ConfigMaps(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: SubscriptionLabel + "=true"})
+	if err != nil {
+		return nil, err
+	}
+	var out []Subscription
+	for i := range list.Items {
+		if s, ok := decodeSubscription(&list.Items[i]); ok {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b Subscription) int { return strings.Compare(a.SubscriptionID, b.SubscriptionID) })
+	return out, nil
+}
+
+// Delete removes a subscription (ErrSubscriptionNotFound when there is none).
+func (st *SubscriptionStore) Delete(ctx context.Context, id string) error {
+	err := st.kube.CoreV1().ConfigMaps(st.namespace).Delete(ctx, subscriptionPrefix+id, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return ErrSubscriptionNotFound
+	}
+	return err
+}
+
+func decodeSubscription(cm *corev1.ConfigMap) (Subscription, bool) {
+	var s Subscription
+	if json.Unmarshal([]byte(cm.Data[subscriptionKey]), &s) != nil || subscriptionPrefix+s.SubscriptionID != cm.Name || s.Callback == "" {
+		return Subscription{}, false
+	}
+	return s, true
+}
+
+// Attrs is the subscription as answered.
+func (s Subscription) Attrs() map[string]any {
+	out := map[string]any{"subscriptionId": s.SubscriptionID, "callback": s.Callback}
+	if s.ConsumerSubscriptionID != "" {
+		out["consumerSubscriptionId"] = s.ConsumerSubscriptionID
+	}
+	if s.Filter != "" {
+		out["filter"] = s.Filter
+	}
+	return out
+}
+
+// SubscriptionSchema is the reference's Subscription, for list filters and selectors.
+var SubscriptionSchema = query.Object("Subscription", map[string]query.Attr{
+	"subscriptionId": query.Simple(), "consumerSubscriptionId": query.Simple().Optional(),
+	"filter": query.Simple().Optional(), "callback": query.Simple(),
+})
+
+// progressKey holds, in a subscription's ConfigMap, its progress: every object as it was last told of
+// it (gzip JSON).
+const progressKey = "progress.json.gz"
+
+type storedObject struct {
+	Kind Kind            `json:"k"`
+	JSON json.RawMessage `json:"j"`
+}
+
+// SaveProgress writes a subscription's progress (nothing when it was deleted meanwhile).
+func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs map[string]storedObject) error {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(objs); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
+	cm, err := cms.Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cm.BinaryData == nil {
+		cm.BinaryData = map[string][]byte{}
+	}
+	cm.BinaryData[progressKey] = buf.Bytes()
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-notifier"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
+// which is logged by the caller's absence of changes: it then starts from now).
+func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]Change, bool, error) {
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	raw, ok := cm.BinaryData[progressKey]
+	if !ok {
+		return nil, false, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, false, nil
+	}
+	var objs map[string]storedObject
+	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
+		return nil, false, nil
+	}
+	out := make(map[string]Change, len(objs))
+	for oid, o := range objs {
+		var attrs map[string]any
+		if json.Unmarshal(o.JSON, &attrs) != nil {
+			continue
+		}
+		out[oid] = Change{Kind: o.Kind, ID: oid, Post: &Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
+	}
+	return out, true, nil
+}

@@ -1,0 +1,447 @@
+// Package inventory keeps the O2IMS Infrastructure Inventory's view of NetBox in memory: the pool's
+// devices as Resources, their sites as ResourcePools (and O-Cloud sites), their device types as
+// ResourceTypes. The northbound API answers from it without calling NetBox; a background refresh
+// (refresh.go) and the operator's own NetBox writes keep it current, and every change of an object
+// is handed, in order, to the change sinks (the subscriptions' notifier).
+package inventory
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// Kind names a type of inventory object, as notifications and metrics name it.
+type Kind string
+
+const (
+	KindResource          Kind = "resource"
+	KindResourcePool      Kind = "resourcePool"
+	KindResourceType      Kind = "resourceType"
+	KindDeploymentManager Kind = "deploymentManager"
+)
+
+// Change is one object created (Prior nil), modified or deleted (Post nil).
+type Change struct {
+	Kind        Kind
+	ID          string
+	Prior, Post *Entry
+	At          time.Time // when the view saw it
+}
+
+// View is the in-memory inventory. Its zero value is not usable; see NewView.
+type View struct {
+	cfg   Config
+	owner func(uid string) string // a request's name by uid; nil: none known
+	now   func() time.Time
+
+	mu          sync.RWMutex
+	devices     map[int32]*device
+	byResource  map[string]int32
+	sites       map[int32]siteDetail
+	types       map[int32]typeDetail
+	poolRefs    map[int32]int // devices per site
+	typeRefs    map[int32]int // devices per device type
+	pools       map[int32]*Entry
+	ocSites     map[int32]*Entry
+	rtypes      map[int32]*Entry
+	byPool      map[string]int32 // pool id → site id
+	bySite      map[string]int32 // O-Cloud site id → site id
+	byType      map[string]int32
+	rev         uint64
+	snap        *Snapshot
+	synced      bool
+	lastRefresh time.Time // last successful refresh from NetBox
+	sinks       []func([]Change)
+}
+
+type device struct {
+	rec   netbox.InventoryDevice
+	entry *Entry
+}
+
+type siteDetail struct {
+	site   netbox.InventorySite
+	listed bool // from the site listing (complete), not a device's nested site
+}
+
+type typeDetail struct {
+	t      netbox.InventoryDeviceType
+	listed bool
+}
+
+// NewView makes an empty view; owner (may be nil) names the request of an owner uid in a resource's
+// extensions.
+func NewView(cfg Config, owner func(uid string) string) *View {
+	return &View{
+		cfg: cfg, owner: owner, now: time.Now,
+		devices: map[int32]*device{}, byResource: map[string]int32{},
+		sites: map[int32]siteDetail{}, types: map[int32]typeDetail{},
+		poolRefs: map[int32]int{}, typeRefs: map[int32]int{},
+		pools: map[int32]*Entry{}, ocSites: map[int32]*Entry{}, rtypes: map[int32]*Entry{},
+		byPool: map[string]int32{}, bySite: map[string]int32{}, byType: map[string]int32{},
+	}
+}
+
+// Config is the O-Cloud configuration the view was made with.
+func (v *View) Config() Config { return v.cfg }
+
+// OnChange adds a sink for changes. Sinks run under the view's lock, in the order changes happen, and
+// must only record them (never block or call back into the view).
+func (v *View) OnChange(fn func([]Change)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.sinks = append(v.sinks, fn)
+}
+
+// Synced reports whether a full listing has been applied, and when NetBox last answered a refresh.
+func (v *View) Synced() (synced bool, lastRefresh time.Time) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.synced, v.lastRefresh
+}
+
+// Resource answers one resource of a pool.
+func (v *View) Resource(poolID, id string) (*Entry, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	dev, ok := v.byResource[id]
+	if !ok {
+		return nil, false
+	}
+	d := v.devices[dev]
+	if v.cfg.ResourcePoolID(d.rec.Site.ID) != poolID {
+		return nil, false
+	}
+	return d.entry, true
+}
+
+// Pool, Site and Type answer one object by id.
+func (v *View) Pool(id string) (*Entry, bool) { return v.lookup(v.byPool, v.pools, id) }
+func (v *View) Site(id string) (*Entry, bool) { return v.lookup(v.bySite, v.ocSites, id) }
+func (v *View) Type(id string) (*Entry, bool) { return v.lookup(v.byType, v.rtypes, id) }
+
+func (v *View) lookup(index map[string]int32, entries map[int32]*Entry, id string) (*Entry, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	k, ok := index[id]
+	if !ok {
+		return nil, false
+	}
+	e, ok := entries[k]
+	return e, ok
+}
+
+// Snapshot is the whole view at one revision, each collection sorted by id. Shared and read-only.
+type Snapshot struct {
+	Rev       uint64
+	Resources map[string][]*Entry // by pool id
+	Pools     []*Entry
+	Sites     []*Entry
+	Types     []*Entry
+}
+
+// Snapshot answers the current view, sorting only after a change.
+func (v *View) Snapshot() *Snapshot {
+	v.mu.RLock()
+	if s := v.snap; s != nil && s.Rev == v.rev {
+		v.mu.RUnlock()
+		return s
+	}
+	v.mu.RUnlock()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if s := v.snap; s != nil && s.Rev == v.rev {
+		return s
+	}
+	s := &Snapshot{Rev: v.rev, Resources: map[string][]*Entry{}}
+	for _, d := range v.devices {
+		pool := v.cfg.ResourcePoolID(d.rec.Site.ID)
+		s.Resources[pool] = append(s.Resources[pool], d.entry)
+	}
+	for _, list := range s.Resources {
+		sortEntries(list)
+	}
+	s.Pools = sortedValues(v.pools)
+	s.Sites = sortedValues(v.ocSites)
+	s.Types = sortedValues(v.rtypes)
+	v.snap = s
+	return s
+}
+
+func sortEntries(list []*Entry) {
+	slices.SortFunc(list, func(a, b *Entry) int { return strings.Compare(a.ID, b.ID) })
+}
+
+func sortedValues(m map[int32]*Entry) []*Entry {
+	out := make([]*Entry, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sortEntries(out)
+	return out
+}
+
+// applyDevices applies a listing. full: it is every pool device, so a stored device it lacks left
+// NetBox (or the pool). A row older than what the view holds (a listing that started before one of
+// the operator's own writes) is ignored.
+func (v *View) applyDevices(rows []netbox.InventoryDevice, full bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var changes []Change
+	seen := make(map[int32]bool, len(rows))
+	for i := range rows {
+		seen[rows[i].ID] = true
+		changes = v.upsertLocked(&rows[i], changes)
+	}
+	if full {
+		for id := range v.devices {
+			if !seen[id] {
+				changes = v.removeLocked(id, changes)
+			}
+		}
+	}
+	v.emitLocked(changes)
+}
+
+// Written applies the answer of one of the operator's own writes at once (dev nil: the answer was not
+// readable; the next refresh reads the device).
+func (v *View) Written(id int32, dev *netbox.InventoryDevice) {
+	if dev == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.emitLocked(v.upsertLocked(dev, nil))
+}
+
+func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Change {
+	old, had := v.devices[rec.ID]
+	if had && rec.LastUpdated.Before(old.rec.LastUpdated) {
+		return changes
+	}
+	if !rec.Managed {
+		if had {
+			changes = v.removeLocked(rec.ID, changes)
+		}
+		return changes
+	}
+	if !v.sites[rec.Site.ID].listed {
+		v.sites[rec.Site.ID] = siteDetail{site: rec.Site}
+	}
+	if !v.types[rec.Type.ID].listed {
+		v.types[rec.Type.ID] = typeDetail{t: rec.Type}
+	}
+	entry := v.cfg.resourceEntry(rec, v.owner)
+	if had && bytes.Equal(old.entry.JSON, entry.JSON) {
+		old.rec = *rec
+		return changes
+	}
+	now := v.now()
+	var prior *Entry
+	v.devices[rec.ID] = &device{rec: *rec, entry: entry}
+	v.byResource[entry.ID] = rec.ID
+	v.rev++
+	// The new pool and type are counted before the old ones are released, so a device that stays
+	// where it was neither deletes nor re-creates them; one that moves creates the new before
+	// deleting the old.
+	switch {
+	case !had:
+		changes = v.refSiteLocked(rec.Site.ID, changes, now)
+		changes = v.refTypeLocked(rec.Type.ID, changes, now)
+	default:
+		prior = old.entry
+		if old.rec.Site.ID != rec.Site.ID {
+			changes = v.refSiteLocked(rec.Site.ID, changes, now)
+			changes = v.derefSiteLocked(old.rec.Site.ID, changes, now)
+		}
+		if old.rec.Type.ID != rec.Type.ID {
+			changes = v.refTypeLocked(rec.Type.ID, changes, now)
+			changes = v.derefTypeLocked(old.rec.Type.ID, changes, now)
+		}
+	}
+	return append(changes, Change{Kind: KindResource, ID: entry.ID, Prior: prior, Post: entry, At: now})
+}
+
+func (v *View) removeLocked(id int32, changes []Change) []Change {
+	old, ok := v.devices[id]
+	if !ok {
+		return changes
+	}
+	now := v.now()
+	delete(v.devices, id)
+	delete(v.byResource, old.entry.ID)
+	v.rev++
+	changes = append(changes, Change{Kind: KindResource, ID: old.entry.ID, Prior: old.entry, At: now})
+	changes = v.derefSiteLocked(old.rec.Site.ID, changes, now)
+	return v.derefTypeLocked(old.rec.Type.ID, changes, now)
+}
+
+// refSiteLocked and refTypeLocked count a device in its site and type: the first makes the pool (and
+// O-Cloud site) or the type appear; the deref functions make them disappear with the last.
+func (v *View) refSiteLocked(site int32, changes []Change, now time.Time) []Change {
+	v.poolRefs[site]++
+	if v.poolRefs[site] == 1 {
+		changes = v.rebuildSiteLocked(site, changes, now)
+	}
+	return changes
+}
+
+func (v *View) refTypeLocked(typ int32, changes []Change, now time.Time) []Change {
+	v.typeRefs[typ]++
+	if v.typeRefs[typ] == 1 {
+		changes = v.rebuildTypeLocked(typ, changes, now)
+	}
+	return changes
+}
+
+func (v *View) derefSiteLocked(site int32, changes []Change, now time.Time) []Change {
+	v.poolRefs[site]--
+	if v.poolRefs[site] <= 0 {
+		delete(v.poolRefs, site)
+		changes = v.rebuildSiteLocked(site, changes, now)
+	}
+	return changes
+}
+
+func (v *View) derefTypeLocked(typ int32, changes []Change, now time.Time) []Change {
+	v.typeRefs[typ]--
+	if v.typeRefs[typ] <= 0 {
+		delete(v.typeRefs, typ)
+		changes = v.rebuildTypeLocked(typ, changes, now)
+	}
+	return changes
+}
+
+// rebuildSiteLocked brings the pool and O-Cloud site of a NetBox site in line with its details and
+// whether any pool device is there, and records the pool's change (O-Cloud sites have no
+// notifications in the reference).
+func (v *View) rebuildSiteLocked(site int32, changes []Change, now time.Time) []Change {
+	prior := v.pools[site]
+	var post *Entry
+	if v.poolRefs[site] > 0 {
+		d := v.sites[site].site
+		post = v.cfg.poolEntry(&d)
+		v.pools[site] = post
+		v.ocSites[site] = v.cfg.siteEntry(&d)
+		v.byPool[post.ID] = site
+		v.bySite[v.cfg.SiteID(site)] = site
+	} else {
+		delete(v.pools, site)
+		delete(v.ocSites, site)
+		delete(v.byPool, v.cfg.ResourcePoolID(site))
+		delete(v.bySite, v.cfg.SiteID(site))
+	}
+	return appendChange(changes, KindResourcePool, v.cfg.ResourcePoolID(site), prior, post, now, &v.rev)
+}
+
+func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []Change {
+	prior := v.rtypes[typ]
+	var post *Entry
+	if v.typeRefs[typ] > 0 {
+		d := v.types[typ].t
+		post = v.cfg.typeEntry(&d)
+		v.rtypes[typ] = post
+		v.byType[post.ID] = typ
+	} else {
+		delete(v.rtypes, typ)
+		delete(v.byType, v.cfg.ResourceTypeID(typ))
+	}
+	return appendChange(changes, KindResourceType, v.cfg.ResourceTypeID(typ), prior, post, now, &v.rev)
+}
+
+// appendChange records a change unless nothing changed (both absent, or the same JSON).
+func appendChange(changes []Change, kind Kind, id string, prior, post *Entry, now time.Time, rev *uint64) []Change {
+	switch {
+	case prior == nil && post == nil:
+		return changes
+	case prior != nil && post != nil && bytes.Equal(prior.JSON, post.JSON):
+		return changes
+	}
+	*rev++
+	return append(changes, Change{Kind: kind, ID: id, Prior: prior, Post: post, At: now})
+}
+
+// applySites records site details from the site listing; a pool whose site changed is rebuilt.
+func (v *View) applySites(rows []netbox.InventorySite) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var changes []Change
+	now := v.now()
+	for _, s := range rows {
+		v.sites[s.ID] = siteDetail{site: s, listed: true}
+		if v.poolRefs[s.ID] > 0 {
+			changes = v.rebuildSiteLocked(s.ID, changes, now)
+		}
+	}
+	v.emitLocked(changes)
+}
+
+// applyTypes records device type details from the device type listing.
+func (v *View) applyTypes(rows []netbox.InventoryDeviceType) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var changes []Change
+	now := v.now()
+	for _, t := range rows {
+		v.types[t.ID] = typeDetail{t: t, listed: true}
+		if v.typeRefs[t.ID] > 0 {
+			changes = v.rebuildTypeLocked(t.ID, changes, now)
+		}
+	}
+	v.emitLocked(changes)
+}
+
+func (v *View) emitLocked(changes []Change) {
+	if len(changes) == 0 {
+		return
+	}
+	for _, fn := range v.sinks {
+		fn(changes)
+	}
+}
+
+// refreshed records a successful refresh (full: the view now holds the whole pool).
+func (v *View) refreshed(full bool, at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if full {
+		v.synced = true
+	}
+	v.lastRefresh = at
+}
+
+// Counts answers how many resources, pools and types the view holds.
+func (v *View) Counts() (resources, pools, types int) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return len(v.devices), len(v.pools), len(v.rtypes)
+}
+
+// Attach hands init every object the view holds (by id, with its kind) and registers sink, both under
+// the view's lock: a notifier then misses no change between what it was given and what follows. init
+// runs where sinks run (same lock order).
+func (v *View) Attach(init func(map[string]Change), sink func([]Change)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	init(v.objectsLocked())
+	v.sinks = append(v.sinks, sink)
+}
+
+func (v *View) objectsLocked() map[string]Change {
+	out := make(map[string]Change, len(v.devices)+len(v.pools)+len(v.rtypes))
+	for _, d := range v.devices {
+		out[d.entry.ID] = Change{Kind: KindResource, ID: d.entry.ID, Post: d.entry}
+	}
+	for _, e := range v.pools {
+		out[e.ID] = Change{Kind: KindResourcePool, ID: e.ID, Post: e}
+	}
+	for _, e := range v.rtypes {
+		out[e.ID] = Change{Kind: KindResourceType, ID: e.ID, Post: e}
+	}
+	return out
+}

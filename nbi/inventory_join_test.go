@@ -1,0 +1,131 @@
+package nbi
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// The join: a request's infrastructureResourceIds (the CR records netbox-<id>) answer as inventory
+// resource ids, each resolves to a resource whose extensions name the request, and the fulfilled
+// request's Cluster is a deployment manager holding those hosts. The claim shows in the view at once,
+// through the NetBox client's write observer, with no refresh.
+func TestInfrastructureResourceIdsResolveToResourcesNamingTheRequest(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	ctx := context.Background()
+	id := ie.id("joined")
+	created := ie.createDirect(id, simpleSpec("edge-joined"))
+	uid := string(created.GetUID())
+	ie.waitCached(id)
+
+	refreshes := ie.sim.Calls(http.MethodGet, "devices")
+	for _, dev := range []int32{2, 3} {
+		d, err := ie.nb.GetDevice(ctx, dev)
+		require.NoError(t, err)
+		res, err := ie.nb.Claim(ctx, d, uid)
+		require.NoError(t, err)
+		require.Equal(t, netbox.Claimed, res)
+	}
+	ie.setStatus(id, map[string]any{
+		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "ready",
+			"provisioningUpdateTime": "2026-12-01T10:00:00Z"},
+		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "cluster-uid-1",
+			"oCloudInfrastructureResourceIds": []any{"netbox-2", "netbox-3"}},
+	})
+	ie.mu.Lock()
+	ie.clusters["edge-joined"] = &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"name": "edge-joined", "namespace": "default", "uid": "cluster-uid-1"},
+		"spec":     map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.1.2.3", "port": int64(6443)}},
+	}}
+	ie.mu.Unlock()
+
+	x := ie.eventually(namedPath(id), func(x *exchange) bool {
+		return x.code() == http.StatusOK && x.info(t).Status.ProvisioningPhase == PhaseFulfilled
+	}, "fulfilled")
+	ids := x.info(t).ProvisionedResourceSet.InfrastructureResourceIDs
+	require.Equal(t, []string{ie.cfg.ResourceID(2), ie.cfg.ResourceID(3)}, ids, "mapped when answering")
+	// The provisioning list answers the same ids, and filters on them.
+	l := ie.do(http.MethodGet, collectionPath+"?filter=(eq,provisionedResourceSet/infrastructureResourceIds,"+ids[0]+")", nil).list(t)
+	require.Len(t, l.Items, 1)
+
+	pool := ie.cfg.ResourcePoolID(1)
+	for _, rid := range ids {
+		r := ie.get(invV1 + "/resourcePools/" + pool + "/resources/" + rid)
+		require.Equal(t, http.StatusOK, r.code(), string(r.body))
+		ext := r.object(t)["extensions"].(map[string]any)
+		require.Equal(t, "active", ext["status"])
+		require.Equal(t, uid, ext["provisioningRequestReference"])
+		require.Equal(t, id, ext["provisioningRequestId"])
+	}
+	require.Equal(t, refreshes, ie.sim.Calls(http.MethodGet, "devices"), "the claims showed without any listing")
+
+	dms := ie.get(invV1 + "/deploymentManagers").items(t)
+	require.Len(t, dms, 1)
+	dm := dms[0]
+	require.Equal(t, ie.cfg.DeploymentManagerID("cluster-uid-1"), dm["deploymentManagerId"])
+	require.Equal(t, "https://10.1.2.3:6443", dm["serviceUri"])
+	require.Equal(t, ie.cfg.OCloudID.String(), dm["oCloudId"])
+	require.EqualValues(t, 2, dm["capacity"].(map[string]any)["hosts"])
+	require.Equal(t, []any{ids[0], ids[1]}, dm["extensions"].(map[string]any)["infrastructureResourceIds"])
+	got := ie.get(invV1 + "/deploymentManagers/" + dm["deploymentManagerId"].(string))
+	require.Equal(t, http.StatusOK, got.code())
+	require.Equal(t, dm, got.object(t))
+
+	// Release and quarantine show at once too.
+	res, err := ie.nb.Release(ctx, 3, uid)
+	require.NoError(t, err)
+	require.Equal(t, netbox.Released, res)
+	d, err := ie.nb.GetDevice(ctx, 4)
+	require.NoError(t, err)
+	require.NoError(t, ie.nb.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no BMC credentials Secret"))
+	r := ie.get(invV1 + "/resourcePools/" + pool + "/resources/" + ie.cfg.ResourceID(3)).object(t)
+	require.Equal(t, "staged", r["extensions"].(map[string]any)["status"])
+	require.NotContains(t, r["extensions"], "provisioningRequestReference")
+	r = ie.get(invV1 + "/resourcePools/" + pool + "/resources/" + ie.cfg.ResourceID(4)).object(t)
+	require.Equal(t, "failed", r["extensions"].(map[string]any)["status"])
+	require.Equal(t, refreshes, ie.sim.Calls(http.MethodGet, "devices"))
+}
+
+// Ids are derived, not drawn: another view of the same NetBox with the same O-Cloud id (another
+// replica, a restart) answers byte-identical objects; another O-Cloud id gives other ids.
+func TestInventoryIdsAreStableAcrossViews(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	other := func(cfg inventory.Config) *inventory.Snapshot {
+		v := inventory.NewView(cfg, nil)
+		r, err := inventory.NewRefresher(v, ie.nb, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, r.Refresh(context.Background(), true))
+		return v.Snapshot()
+	}
+	mine := ie.view.Snapshot()
+	same := other(ie.cfg)
+	require.Equal(t, entryJSON(mine.Pools), entryJSON(same.Pools))
+	require.Equal(t, entryJSON(mine.Types), entryJSON(same.Types))
+	for pool, list := range mine.Resources {
+		require.Equal(t, entryJSON(list), entryJSON(same.Resources[pool]))
+	}
+	cfg := ie.cfg
+	cfg.OCloudID = uuid.MustParse("262c8f17-52b5-4614-9e56-812ae21fa8a7")
+	diff := other(cfg)
+	require.Len(t, diff.Pools, 2)
+	for i := range diff.Pools {
+		require.NotEqual(t, mine.Pools[i].ID, diff.Pools[i].ID)
+	}
+}
+
+func entryJSON(entries []*inventory.Entry) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = string(e.JSON)
+	}
+	return out
+}

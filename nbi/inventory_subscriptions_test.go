@@ -1,0 +1,343 @@
+package nbi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+const subsPath = invV1 + "/subscriptions"
+
+// subsEnv adds subscriptions (ConfigMaps in a namespace of the test's own, on the real API server).
+type subsEnv struct {
+	*invEnv
+	kube      kubernetes.Interface
+	namespace string
+	store     *inventory.SubscriptionStore
+}
+
+func newSubsEnv(t *testing.T) *subsEnv {
+	t.Helper()
+	ie := newInvEnv(t, seedSix)
+	kube := kubernetes.NewForConfigOrDie(ie.kapi.AdminConfig())
+	ns := strings.TrimSuffix("inv-"+ie.prefix, "-")
+	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	se := &subsEnv{invEnv: ie, kube: kube, namespace: ns, store: inventory.NewSubscriptionStore(kube, ns)}
+	ie.srv.EnableSubscriptions(se.store, nil)
+	return se
+}
+
+func (se *subsEnv) subscribe(callback, filter string) string {
+	se.t.Helper()
+	body := map[string]any{"callback": callback, "consumerSubscriptionId": "8c1c151d-2899-4c96-b76f-4fe92064b57b"}
+	if filter != "" {
+		body["filter"] = filter
+	}
+	x := se.send(http.MethodPost, subsPath, jsonBody(se.t, body))
+	require.Equal(se.t, http.StatusCreated, x.code(), string(x.body))
+	return x.object(se.t)["subscriptionId"].(string)
+}
+
+func TestSubscriptionsAreStoredAsConfigMapsAndValidated(t *testing.T) {
+	se := newSubsEnv(t)
+	for _, c := range []struct{ body, says string }{
+		{`{"callback":"ftp://smo.example.com/x"}`, "absolute http:// or https://"},
+		{`{"callback":"/relative/path"}`, "absolute http:// or https://"},
+		{`{"callback":"https://"}`, "no host"},
+		{`{"callback":"https://u:p@smo.example.com/"}`, "credentials"},
+		{`{}`, "callback is required"},
+		{`{"callback":"https://smo.example.com/","consumerSubscriptionId":"x"}`, "not a UUID"},
+		{`{"callback":"https://smo.example.com/","filter":"(eq,nothing,1)"}`, "filter"},
+		{`{"callback":"https://smo.example.com/","subscriptionId":"65221564-8b05-416a-bfc3-c250bc64e1aa"}`, "readOnly"},
+		{`{"callback":"https://smo.example.com/","extra":1}`, "unknown field"},
+		{`[`, "not a Subscription"},
+	} {
+		x := se.send(http.MethodPost, subsPath, []byte(c.body))
+		require.Equal(t, http.StatusBadRequest, x.code(), c.body)
+		require.Contains(t, x.object(t)["detail"], c.says, c.body)
+	}
+	x := se.send(http.MethodPost, subsPath, []byte(`{"callback":"https://smo.example.com/"}`), "Content-Type", "text/plain")
+	require.Equal(t, http.StatusUnsupportedMediaType, x.code())
+	require.JSONEq(t, `[]`, string(se.get(subsPath).body), "nothing stored by a refused create")
+
+	a := se.subscribe("https://smo.example.com/smo/v1/observer", "(eq,objectType,resource)")
+	b := se.subscribe("http://smo.example.com:8080/other", "")
+	cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: inventory.SubscriptionLabel + "=true"})
+	require.NoError(t, err)
+	require.Len(t, cms.Items, 2)
+
+	list := se.get(subsPath).items(t)
+	want := []string{a, b}
+	slices.Sort(want)
+	require.Equal(t, want, idsOf(list, "subscriptionId"))
+	got := se.get(subsPath + "/" + a).object(t)
+	require.Equal(t, "https://smo.example.com/smo/v1/observer", got["callback"])
+	require.Equal(t, "(eq,objectType,resource)", got["filter"])
+	require.Equal(t, "8c1c151d-2899-4c96-b76f-4fe92064b57b", got["consumerSubscriptionId"])
+	require.Len(t, se.get(subsPath+"?filter=(cont,callback,8080)").items(t), 1)
+
+	x = se.send(http.MethodDelete, subsPath+"/"+a, nil)
+	require.Equal(t, http.StatusOK, x.code())
+	require.Equal(t, http.StatusNotFound, se.get(subsPath+"/"+a).code())
+	require.Equal(t, http.StatusNotFound, se.send(http.MethodDelete, subsPath+"/"+a, nil).code())
+	require.Equal(t, http.StatusNotFound, se.get(subsPath+"/not-a-uuid").code())
+	require.Len(t, se.get(subsPath).items(t), 1)
+}
+
+// notifier runs a notifier over the env's view with fast retries.
+func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prometheus.Registerer) *inventory.Notifier {
+	se.t.Helper()
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{
+		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
+		SubscriptionPoll: 100 * time.Millisecond, ManagerPoll: 100 * time.Millisecond, PersistEvery: 50 * time.Millisecond,
+	}, view, se.store, nil, nil, reg)
+	require.NoError(se.t, err)
+	go func() { _ = n.Run(ctx, func() bool { return true }) }()
+	return n
+}
+
+// events answers the (objectType, eventType, netboxId, status) of what a receiver accepted, checking
+// each against the reference's InventoryChangeNotification.
+func events(t *testing.T, r *smo.Receiver) []string {
+	t.Helper()
+	ref := loadInventoryReference(t)
+	var out []string
+	for _, n := range r.Notifications() {
+		b, _ := json.Marshal(n.Body)
+		ref.mu.Lock()
+		ok, errs := ref.schemas.ValidateSchemaBytes(ref.notice, b)
+		ref.mu.Unlock()
+		require.True(t, ok, "not an InventoryChangeNotification: %s\n%s", describe(errs), b)
+		if n.Body["objectType"] != "resource" {
+			out = append(out, fmt.Sprintf("%v %v", n.Body["objectType"], n.Body["notificationEventType"]))
+			continue
+		}
+		state := n.Body["postObjectState"]
+		if state == nil {
+			state = n.Body["priorObjectState"]
+		}
+		ext := state.(map[string]any)["extensions"].(map[string]any)
+		out = append(out, fmt.Sprintf("resource %v %v %v", n.Body["notificationEventType"], ext["netboxId"], ext["status"]))
+	}
+	return out
+}
+
+func waitEvents(t *testing.T, r *smo.Receiver, n int) []string {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(r.Notifications()) >= n }, 30*time.Second, 5*time.Millisecond,
+		"wanted %d notifications, have %d", n, len(r.Notifications()))
+	return events(t, r)
+}
+
+// Claim, release, quarantine and an administrator's change in NetBox each notify, in order, with prior
+// and post state; a callback failing with 500 catches up in order while the others are delivered on
+// time; one that never answers slows no one; a filter leaves out what it does not match.
+func TestNotificationsForClaimReleaseQuarantineAndAdminChanges(t *testing.T) {
+	se := newSubsEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	good, flaky, dead, pools := smo.New(), smo.New(), smo.New(), smo.New()
+	for _, r := range []*smo.Receiver{good, flaky, dead, pools} {
+		defer r.Close()
+	}
+	dead.Hang(true)
+	flaky.Fail(http.StatusInternalServerError)
+	se.subscribe(good.URL(), "")
+	se.subscribe(flaky.URL(), "")
+	se.subscribe(dead.URL(), "")
+	se.subscribe(pools.URL(), "(eq,objectType,resourcePool)")
+	reg := prometheus.NewRegistry()
+	n := se.notifier(ctx, se.view, reg)
+	_ = n
+	time.Sleep(300 * time.Millisecond) // the notifier has read the subscriptions
+
+	uid := "0b7a1f6e-0000-4000-8000-00000000aaaa"
+	d, err := se.nb.GetDevice(ctx, 1)
+	require.NoError(t, err)
+	_, err = se.nb.Claim(ctx, d, uid)
+	require.NoError(t, err)
+	_, err = se.nb.Release(ctx, 1, uid)
+	require.NoError(t, err)
+	d, err = se.nb.GetDevice(ctx, 2)
+	require.NoError(t, err)
+	require.NoError(t, se.nb.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no Secret"))
+	require.NoError(t, se.sim.SetCustom(5, "o2ims_managed", false)) // the administrator takes host 5 out of the pool
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+
+	want := []string{"resource 1 1 active", "resource 1 1 staged", "resource 1 2 failed", "resource 2 5 staged"}
+	require.Equal(t, want, waitEvents(t, good, 4))
+	first := good.Notifications()[0].Body
+	require.Equal(t, "staged", first["priorObjectState"].(map[string]any)["extensions"].(map[string]any)["status"])
+	require.Equal(t, "8c1c151d-2899-4c96-b76f-4fe92064b57b", first["consumerSubscriptionId"])
+	require.Contains(t, first["objectRef"], "/o2ims-infrastructureInventory/v1/resourcePools/")
+	require.Empty(t, pools.Notifications(), "the filter leaves resources out")
+	require.Empty(t, dead.Notifications())
+	require.Greater(t, flaky.Attempts(), 1, "retried")
+
+	// Host 6 leaves too: South and its device type lose their last device.
+	require.NoError(t, se.sim.SetCustom(6, "o2ims_managed", false))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	require.Equal(t, append(want, "resource 2 6 staged", "resourcePool 2", "resourceType 2"), waitEvents(t, good, 7))
+	require.Equal(t, []string{"resourcePool 2"}, waitEvents(t, pools, 1))
+
+	flaky.Fail(0)
+	require.Equal(t, waitEvents(t, good, 7), waitEvents(t, flaky, 7), "caught up, in order")
+	require.Empty(t, dead.Notifications())
+	depth := gaugeValue(t, reg, "o2ims_inventory_notification_queue_depth", "subscription")
+	var depths []float64
+	for _, v := range depth {
+		depths = append(depths, v)
+	}
+	slices.Sort(depths)
+	require.Equal(t, []float64{0, 0, 0, 7}, depths, "the dead callback's queue holds everything, the others are empty")
+
+	// Notification latency, change to callback (the healthy subscriber; reported, not asserted).
+	lat := histogram(t, reg, "o2ims_inventory_notification_latency_seconds")
+	t.Logf("notification latency over %d deliveries: p50 ≤ %s, p99 ≤ %s", lat.count, lat.quantile(0.5), lat.quantile(0.99))
+}
+
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+type hist struct {
+	count  uint64
+	bounds []float64
+	cum    []uint64
+}
+
+// quantile is the upper bound of the bucket holding the q-quantile.
+func (h hist) quantile(q float64) time.Duration {
+	for i, c := range h.cum {
+		if float64(c) >= q*float64(h.count) {
+			return time.Duration(h.bounds[i] * float64(time.Second))
+		}
+	}
+	return -1
+}
+
+func histogram(t *testing.T, reg *prometheus.Registry, name string) hist {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			h := mf.GetMetric()[0].GetHistogram()
+			out := hist{count: h.GetSampleCount()}
+			for _, b := range h.GetBucket() {
+				out.bounds = append(out.bounds, b.GetUpperBound())
+				out.cum = append(out.cum, b.GetCumulativeCount())
+			}
+			return out
+		}
+	}
+	t.Fatalf("no histogram %s", name)
+	return hist{}
+}
+
+// A change queued but not delivered when the operator stops, and one made in NetBox while it is down,
+// are both notified after it starts again: the subscription's ConfigMap holds what it was last told.
+func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
+	se := newSubsEnv(t)
+	r := smo.New()
+	defer r.Close()
+	se.subscribe(r.URL(), "(eq,objectType,resource)")
+	ctx, stop := context.WithCancel(context.Background())
+	se.notifier(ctx, se.view, nil)
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, se.sim.SetStatus(3, "offline"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	require.Equal(t, []string{"resource 1 3 offline"}, waitEvents(t, r, 1))
+	require.Eventually(t, func() bool {
+		cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(ctx, metav1.ListOptions{LabelSelector: inventory.SubscriptionLabel + "=true"})
+		return err == nil && len(cms.Items) == 1 && len(cms.Items[0].BinaryData["progress.json.gz"]) > 0
+	}, 10*time.Second, 10*time.Millisecond, "progress persisted in the subscription's ConfigMap once delivered")
+	time.Sleep(200 * time.Millisecond)
+
+	// Undeliverable now: the claim is queued when the operator stops.
+	r.Fail(http.StatusServiceUnavailable)
+	d, err := se.nb.GetDevice(ctx, 1)
+	require.NoError(t, err)
+	_, err = se.nb.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.Attempts() > 1 }, 10*time.Second, 5*time.Millisecond)
+	stop()
+	// While down: an administrator fails host 4.
+	require.NoError(t, se.sim.SetStatus(4, "failed"))
+	r.Fail(0)
+
+	// The restarted operator: a new view from NetBox, a new notifier over the same ConfigMaps.
+	view := inventory.NewView(se.cfg, nil)
+	ref, err := inventory.NewRefresher(view, se.nb, nil, nil)
+	require.NoError(t, err)
+	require.NoError(t, ref.Refresh(context.Background(), true))
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	se.notifier(ctx2, view, nil)
+	got := waitEvents(t, r, 3)
+	require.Equal(t, "resource 1 3 offline", got[0])
+	require.ElementsMatch(t, []string{"resource 1 1 active", "resource 1 4 failed"}, got[1:3], "both, none lost")
+	prior := r.Notifications()[1].Body["priorObjectState"].(map[string]any)
+	require.Equal(t, "staged", prior["extensions"].(map[string]any)["status"], "the prior state is what subscribers were last told")
+}
+
+// Only the leader delivers: a notifier whose replica does not lead sends nothing, and starts (with
+// what changed meanwhile) once it does.
+func TestOnlyTheLeaderDelivers(t *testing.T) {
+	se := newSubsEnv(t)
+	r := smo.New()
+	defer r.Close()
+	se.subscribe(r.URL(), "(eq,objectType,resource)")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var leading atomic.Bool
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond},
+		se.view, se.store, nil, nil, nil)
+	require.NoError(t, err)
+	go func() { _ = n.Run(ctx, leading.Load) }()
+	require.NoError(t, se.sim.SetStatus(3, "offline"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	time.Sleep(500 * time.Millisecond)
+	require.Zero(t, r.Attempts(), "a replica that does not lead delivers nothing")
+	leading.Store(true)
+	// It starts from no recorded progress (a first start): what it sees now is the baseline, and
+	// changes from then on are delivered.
+	time.Sleep(400 * time.Millisecond)
+	require.NoError(t, se.sim.SetStatus(3, "failed"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	require.Equal(t, []string{"resource 1 3 failed"}, waitEvents(t, r, 1))
+}

@@ -1,0 +1,312 @@
+package netbox
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	nb "github.com/netbox-community/go-netbox/v4"
+)
+
+// The inventory listings feed the northbound Infrastructure Inventory: what the pool holds, in which
+// sites, of which types. They read, never write, and are paged at NetBox's maximum page size so that a
+// full listing of 10 000 devices is ten calls.
+
+// InventoryDevice is a device as the inventory shows it. It carries no BMC address, boot MAC or
+// credentials: Capabilities are the custom fields other than the four fixed ones.
+type InventoryDevice struct {
+	ID           int32
+	Name         string
+	Status       string
+	Managed      bool   // the pool flag is JSON true
+	RequestUID   string // owning request; "" unowned
+	Capabilities map[string]any
+	Site         InventorySite
+	Type         InventoryDeviceType
+	Serial       string
+	AssetTag     string
+	Description  string
+	Tags         []string
+	LastUpdated  time.Time
+}
+
+// InventorySite is a NetBox site.
+type InventorySite struct {
+	ID          int32
+	Name        string
+	Slug        string
+	Description string
+	Region      string
+	LastUpdated time.Time // zero when only the device's nested site was read
+}
+
+// InventoryDeviceType is a NetBox device type with its manufacturer.
+type InventoryDeviceType struct {
+	ID           int32
+	Model        string
+	Manufacturer string
+	PartNumber   string
+	Description  string
+	LastUpdated  time.Time // zero when only the device's nested type was read
+}
+
+// inventoryPage is NetBox's maximum page size (MAX_PAGE_SIZE default).
+const inventoryPage = 1000
+
+// ListInventoryDevices lists devices page by page in id order: with poolOnly, those whose pool flag is
+// true (a full listing); otherwise every device changed at or after since (a device that left the pool
+// must be seen too, to drop it). A zero since lists regardless of time.
+func (c *Client) ListInventoryDevices(ctx context.Context, since time.Time, poolOnly bool) ([]InventoryDevice, error) {
+	q := url.Values{"ordering": {"id"}}
+	if poolOnly {
+		q.Set("cf_"+c.cfg.Fields.Managed, "true")
+	}
+	var out []InventoryDevice
+	offset := int32(0)
+	for page := 0; page < c.maxPages; page++ {
+		rctx := withRequestOptions(ctx, requestOptions{op: "list_inventory_devices", query: q})
+		req := c.api.DcimAPI.DcimDevicesList(rctx).Limit(inventoryPage).Offset(offset)
+		if !since.IsZero() {
+			req = req.LastUpdatedGte([]time.Time{since})
+		}
+		res, resp, err := req.Execute()
+		var next *string
+		switch {
+		case err == nil:
+			next = res.Next.Get()
+			for i := range res.Results {
+				out = append(out, c.inventoryDevice(&res.Results[i]))
+			}
+		default:
+			body, ok := undecodedBody(resp, err)
+			var lp lenientPage[lenientInventoryDevice]
+			if !ok || decodeLenient(body, &lp) != nil || lp.Results == nil {
+				return nil, c.toError("inventory", resp, err, false)
+			}
+			next = lp.Next
+			for i := range lp.Results {
+				out = append(out, c.inventoryDeviceLenient(&lp.Results[i]))
+			}
+		}
+		if next == nil {
+			return out, nil
+		}
+		if offset, err = nextOffset(*next, offset); err != nil {
+			c.metrics.apiError("protocol")
+			return nil, &Error{Kind: KindProtocol, Op: "inventory", Err: err}
+		}
+	}
+	c.metrics.apiError("protocol")
+	return nil, newError(KindProtocol, "inventory", "device list does not end")
+}
+
+// ListInventorySites lists the sites changed at or after since (every site when since is zero).
+func (c *Client) ListInventorySites(ctx context.Context, since time.Time) ([]InventorySite, error) {
+	var out []InventorySite
+	offset := int32(0)
+	for page := 0; page < c.maxPages; page++ {
+		rctx := withRequestOptions(ctx, requestOptions{op: "list_sites", query: url.Values{"ordering": {"id"}}})
+		req := c.api.DcimAPI.DcimSitesList(rctx).Limit(inventoryPage).Offset(offset)
+		if !since.IsZero() {
+			req = req.LastUpdatedGte([]time.Time{since})
+		}
+		res, resp, err := req.Execute()
+		if err != nil {
+			return nil, c.toError("inventory", resp, err, false)
+		}
+		for _, s := range res.Results {
+			site := InventorySite{ID: s.Id, Name: s.Name, Slug: s.Slug, Description: s.GetDescription(), LastUpdated: nullTime(s.LastUpdated)}
+			if r := s.Region.Get(); r != nil {
+				site.Region = r.Name
+			}
+			out = append(out, site)
+		}
+		next := res.Next.Get()
+		if next == nil {
+			return out, nil
+		}
+		if offset, err = nextOffset(*next, offset); err != nil {
+			c.metrics.apiError("protocol")
+			return nil, &Error{Kind: KindProtocol, Op: "inventory", Err: err}
+		}
+	}
+	return nil, newError(KindProtocol, "inventory", "site list does not end")
+}
+
+// ListInventoryDeviceTypes lists the device types changed at or after since (all when since is zero).
+func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) ([]InventoryDeviceType, error) {
+	var out []InventoryDeviceType
+	offset := int32(0)
+	for page := 0; page < c.maxPages; page++ {
+		rctx := withRequestOptions(ctx, requestOptions{op: "list_device_types", query: url.Values{"ordering": {"id"}}})
+		req := c.api.DcimAPI.DcimDeviceTypesList(rctx).Limit(inventoryPage).Offset(offset)
+		if !since.IsZero() {
+			req = req.LastUpdatedGte([]time.Time{since})
+		}
+		res, resp, err := req.Execute()
+		if err != nil {
+			return nil, c.toError("inventory", resp, err, false)
+		}
+		for _, t := range res.Results {
+			out = append(out, InventoryDeviceType{
+				ID: t.Id, Model: t.Model, Manufacturer: t.Manufacturer.Name, PartNumber: t.GetPartNumber(),
+				Description: t.GetDescription(), LastUpdated: nullTime(t.LastUpdated),
+			})
+		}
+		next := res.Next.Get()
+		if next == nil {
+			return out, nil
+		}
+		if offset, err = nextOffset(*next, offset); err != nil {
+			c.metrics.apiError("protocol")
+			return nil, &Error{Kind: KindProtocol, Op: "inventory", Err: err}
+		}
+	}
+	return nil, newError(KindProtocol, "inventory", "device type list does not end")
+}
+
+func nullTime(t nb.NullableTime) time.Time {
+	if v := t.Get(); v != nil {
+		return v.UTC()
+	}
+	return time.Time{}
+}
+
+// capabilities drops the fixed fields (pool flag, owner, BMC address, boot MAC) from the custom fields.
+func (c *Client) capabilities(custom map[string]any) map[string]any {
+	f := c.cfg.Fields
+	out := make(map[string]any, len(custom))
+	for k, v := range custom {
+		switch k {
+		case f.Managed, f.RequestUID, f.BMCAddress, f.BootMAC:
+			continue
+		}
+		if m, ok := v.(map[string]any); ok { // a NetBox 4.7 select value {value, label}
+			if val, ok := m["value"]; ok {
+				v = val
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Client) inventoryDevice(m *nb.DeviceWithConfigContext) InventoryDevice {
+	base := c.deviceFromModel(m)
+	d := InventoryDevice{
+		ID: base.ID, Name: base.Name, Status: base.Status, Managed: base.Managed, Capabilities: c.capabilities(base.Custom),
+		Site: InventorySite{ID: m.Site.Id, Name: m.Site.Name, Slug: m.Site.Slug, Description: deref(m.Site.Description)},
+		Type: InventoryDeviceType{ID: m.DeviceType.Id, Model: m.DeviceType.Model, Manufacturer: m.DeviceType.Manufacturer.Name,
+			Description: deref(m.DeviceType.Description)},
+		Serial: deref(m.Serial), Description: deref(m.Description), LastUpdated: nullTime(m.LastUpdated),
+	}
+	if !base.ownerInvalid {
+		d.RequestUID = base.RequestUID
+	}
+	if a := m.AssetTag.Get(); a != nil {
+		d.AssetTag = *a
+	}
+	for _, t := range m.Tags {
+		d.Tags = append(d.Tags, t.Name)
+	}
+	return d
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// lenientInventoryDevice reads what the inventory needs when go-netbox's strict models refuse an
+// answer NetBox legitimately sends (see lenientDevice).
+type lenientInventoryDevice struct {
+	lenientDevice
+	Site struct {
+		ID          int32  `json:"id"`
+		Name        string `json:"name"`
+		Slug        string `json:"slug"`
+		Description string `json:"description"`
+	} `json:"site"`
+	DeviceType struct {
+		ID           int32  `json:"id"`
+		Model        string `json:"model"`
+		Description  string `json:"description"`
+		Manufacturer struct {
+			Name string `json:"name"`
+		} `json:"manufacturer"`
+	} `json:"device_type"`
+	Serial      *string                 `json:"serial"`
+	AssetTag    *string                 `json:"asset_tag"`
+	Description *string                 `json:"description"`
+	Tags        []struct{ Name string } `json:"tags"`
+	LastUpdated *time.Time              `json:"last_updated"`
+}
+
+func (c *Client) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevice {
+	base := c.deviceFromLenient(&l.lenientDevice)
+	d := InventoryDevice{
+		ID: base.ID, Name: base.Name, Status: base.Status, Managed: base.Managed, Capabilities: c.capabilities(base.Custom),
+		Site: InventorySite{ID: l.Site.ID, Name: l.Site.Name, Slug: l.Site.Slug, Description: l.Site.Description},
+		Type: InventoryDeviceType{ID: l.DeviceType.ID, Model: l.DeviceType.Model, Manufacturer: l.DeviceType.Manufacturer.Name,
+			Description: l.DeviceType.Description},
+		Serial: deref(l.Serial), AssetTag: deref(l.AssetTag), Description: deref(l.Description),
+	}
+	if !base.ownerInvalid {
+		d.RequestUID = base.RequestUID
+	}
+	if l.LastUpdated != nil {
+		d.LastUpdated = l.LastUpdated.UTC()
+	}
+	for _, t := range l.Tags {
+		d.Tags = append(d.Tags, t.Name)
+	}
+	return d
+}
+
+// WriteObserver hears about every device write the client made that NetBox confirmed (a claim, a
+// release, a quarantine): dev is the device as NetBox answered the write, or nil when that answer
+// could not be read beyond its id. It runs on the writer's goroutine and must not block.
+type WriteObserver func(id int32, dev *InventoryDevice)
+
+type writeObservers struct {
+	mu  sync.Mutex
+	fns []WriteObserver
+}
+
+// ObserveWrites adds fn to the observers of confirmed device writes.
+func (c *Client) ObserveWrites(fn WriteObserver) {
+	c.observers.mu.Lock()
+	defer c.observers.mu.Unlock()
+	c.observers.fns = append(c.observers.fns, fn)
+}
+
+// written tells the observers about a confirmed write (called by patchDevice).
+func (c *Client) written(id int32, res *nb.DeviceWithConfigContext, resp *http.Response, err error) {
+	c.observers.mu.Lock()
+	fns := c.observers.fns
+	c.observers.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	var dev *InventoryDevice
+	switch {
+	case err == nil && res != nil:
+		d := c.inventoryDevice(res)
+		dev = &d
+	default:
+		if body, ok := undecodedBody(resp, err); ok {
+			var l lenientInventoryDevice
+			if decodeLenient(body, &l) == nil && l.ID == id {
+				d := c.inventoryDeviceLenient(&l)
+				dev = &d
+			}
+		}
+	}
+	for _, fn := range fns {
+		fn(id, dev)
+	}
+}
