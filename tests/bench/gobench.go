@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -17,9 +18,16 @@ type goBench struct {
 	Pkg, Name             string
 	N                     int
 	NsOp, BytesOp, Allocs float64
+	// Extra holds what a benchmark reported with b.ReportMetric (e.g. "p99-ms"), by unit.
+	Extra map[string]float64
 }
 
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+([\d.]+) ns/op(?:\s+([\d.]+) B/op)?(?:\s+([\d.]+) allocs/op)?`)
+// A result line is the name, the iterations, then "value unit" pairs: ns/op, the benchmark's own metrics
+// (sorted by unit), B/op and allocs/op.
+var (
+	benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+(\d+)\s+(.*)$`)
+	benchPair = regexp.MustCompile(`([-+\d.eE]+) (\S+)`)
+)
 
 // runGoBenchmarks runs the framework dispatch and NBI handler benchmarks (their TestMain starts an API
 // server, which the benchmarks themselves do not use).
@@ -35,9 +43,18 @@ func runGoBenchmarks(ctx context.Context, root string) ([]goBench, string, error
 	if err != nil {
 		return nil, command, fmt.Errorf("%s: %w\n%s", command, err, out.String())
 	}
+	res := parseGoBench(&out)
+	if len(res) == 0 {
+		return nil, command, fmt.Errorf("%s printed no benchmark:\n%s", command, out.String())
+	}
+	return res, command, nil
+}
+
+// parseGoBench reads the result lines of `go test -bench` output, each under its "pkg:" line.
+func parseGoBench(out io.Reader) []goBench {
 	var res []goBench
 	pkg := ""
-	sc := bufio.NewScanner(&out)
+	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
 		if p, ok := strings.CutPrefix(line, "pkg: "); ok {
@@ -48,15 +65,25 @@ func runGoBenchmarks(ctx context.Context, root string) ([]goBench, string, error
 		if m == nil {
 			continue
 		}
-		b := goBench{Pkg: pkg, Name: m[1]}
+		b := goBench{Pkg: pkg, Name: m[1], Extra: map[string]float64{}}
 		b.N, _ = strconv.Atoi(m[2])
-		b.NsOp, _ = strconv.ParseFloat(m[3], 64)
-		b.BytesOp, _ = strconv.ParseFloat(m[4], 64)
-		b.Allocs, _ = strconv.ParseFloat(m[5], 64)
+		for _, pair := range benchPair.FindAllStringSubmatch(m[3], -1) {
+			v, err := strconv.ParseFloat(pair[1], 64)
+			if err != nil {
+				continue
+			}
+			switch pair[2] {
+			case "ns/op":
+				b.NsOp = v
+			case "B/op":
+				b.BytesOp = v
+			case "allocs/op":
+				b.Allocs = v
+			default:
+				b.Extra[pair[2]] = v
+			}
+		}
 		res = append(res, b)
 	}
-	if len(res) == 0 {
-		return nil, command, fmt.Errorf("%s printed no benchmark:\n%s", command, out.String())
-	}
-	return res, command, nil
+	return res
 }
