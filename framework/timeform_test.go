@@ -2,7 +2,7 @@ package framework
 
 import (
 	"context"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
@@ -37,6 +37,8 @@ func TestRecordsWeStartUseTheNaiveFormWhenAskedTo(t *testing.T) {
 	assert.NotContains(t, raw, "+00:00")
 }
 
+var retriedAgain = regexp.MustCompile(`"retries":([3-9]|[1-9][0-9]+),`)
+
 // A record the Python image (kopf 1.40.1) left on an object in flight is rewritten by a waiting handler
 // in the form it was read in — aware, whatever the operator's setting — with its sub-handler ids byte for
 // byte, and the sub-handler records themselves untouched.
@@ -63,7 +65,10 @@ func TestPythonImagesRecordKeepsItsFormAndBytesWhenRewritten(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool {
 		got, ok := get(t, "tk1")
 		raw = got.GetAnnotations()[n.V2("create_fn")]
-		return ok && strings.Contains(raw, `"retries":3`)
+		// 3, or more: the watch event of a pass's own write can arrive before the write's answer names
+		// its resourceVersion, and then counts as a change that wakes the handler once more (a known
+		// extra pass, not this test's subject).
+		return ok && retriedAgain.MatchString(raw)
 	}, "the record was never rewritten")
 	assert.Equal(t, `{"started":"2026-12-01T08:49:17.749626+00:00","delayed":"`, raw[:len(`{"started":"2026-12-01T08:49:17.749626+00:00","delayed":"`)], "started kept as it was")
 	assert.Contains(t, raw, `"subrefs":["create_fn/create_fn.<locals>.check_c_status","create_fn/create_fn.<locals>.sub_creation","create_fn/create_fn.<locals>.sub_validations"]}`)
