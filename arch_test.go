@@ -1,0 +1,245 @@
+package main
+
+// The dependency arrows of docs/architecture.md, checked: the packages are read with `go list -json ./...`
+// (what the compiler sees, build tags included) and every rule below names the arrow it forbids. A new
+// arrow that breaks one is a design change: change docs/architecture.md and the rule together.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const modulePath = "github.com/o2ims-operator/o2ims-operator"
+
+// goPackage is the part of `go list -json` the rules read. Imports and Deps are those of the package's
+// non-test files: tests may reach for harnesses (tests/kubeapi) that the code itself must not.
+type goPackage struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+}
+
+// rel is the package's path inside the module ("" for the root), or ok=false for a package not ours.
+func rel(importPath string) (string, bool) {
+	if importPath == modulePath {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(importPath, modulePath+"/")
+	return r, ok
+}
+
+// under reports whether the module-relative path r is dir or inside it.
+func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/") }
+
+// leaves are the pure packages: no package of ours, no client-go even indirectly, so they can be tested
+// and fuzzed without a cluster and reused by both sides (the NBI validates with handlers/spec).
+var leaves = []string{"framework/kopf", "handlers/spec", "nbi/query", "netbox/selector"}
+
+// alone import nothing of ours either: the leaves, and the NetBox simulator, which shares no code with the
+// client it answers (both sides agreeing by construction would hide a wire bug).
+var alone = append([]string{"netbox/netboxsim"}, leaves...)
+
+// importViolations lists every forbidden arrow among pkgs, one line each.
+func importViolations(pkgs []goPackage) []string {
+	var bad []string
+	flag := func(p goPackage, dep, why string) {
+		bad = append(bad, fmt.Sprintf("%s imports %s: %s", p.ImportPath, dep, why))
+	}
+	for _, p := range pkgs {
+		me, ok := rel(p.ImportPath)
+		if !ok {
+			continue
+		}
+		leaf := slices.Contains(leaves, me)
+		single := slices.Contains(alone, me)
+		for _, imp := range p.Imports {
+			them, ours := rel(imp)
+			switch {
+			case single && ours:
+				flag(p, imp, "a leaf package (or the simulator) imports nothing of ours")
+			case under(me, "framework") && ours && !under(them, "framework"):
+				flag(p, imp, "framework knows no O2IMS, chain, NBI or inventory package")
+			case under(me, "netbox") && ours && !under(them, "netbox"):
+				flag(p, imp, "netbox is the inventory client only: it knows no framework, chain or NBI")
+			case under(me, "handlers") && ours && under(them, "nbi"):
+				flag(p, imp, "the chain never depends on the northbound API")
+			case under(me, "handlers") && imp == "k8s.io/client-go/util/workqueue":
+				flag(p, imp, "handlers never touch the workqueue (the framework owns it)")
+			case under(me, "nbi") && ours && under(them, "framework"):
+				flag(p, imp, "the NBI reconciles nothing: it reads a Store and writes through the API server")
+			case under(me, "nbi") && ours && under(them, "handlers") && them != "handlers/spec":
+				flag(p, imp, "the NBI shares only the chain's parser (handlers/spec), never the chain")
+			case !under(me, "tests") && ours && under(them, "tests"):
+				flag(p, imp, "production code never imports a test harness")
+			}
+		}
+		// Indirect arrows: the first offending dependency is enough to name (the rest come with it).
+		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/client-go/") }); leaf && i >= 0 {
+			flag(p, p.Deps[i]+" (directly or not)", "a leaf package needs no API client")
+		}
+		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") }); under(me, "netbox") && i >= 0 {
+			flag(p, p.Deps[i]+" (directly or not)", "netbox never talks to Kubernetes")
+		}
+	}
+	return bad
+}
+
+// writeCalls are the dynamic/typed client methods that patch or overwrite an object's status.
+var writeCalls = map[string]bool{"Patch": true, "Apply": true, "ApplyStatus": true, "UpdateStatus": true}
+
+// patchViolations lists, for the chain's packages, every place that sends a patch itself: the request's
+// changes go into Cause.Patch and the framework applies them (one status and one object patch a pass);
+// other objects are created, updated and deleted through handlers/kube.go.
+func patchViolations(pkgs []goPackage) ([]string, error) {
+	var bad []string
+	for _, p := range pkgs {
+		me, ok := rel(p.ImportPath)
+		if !ok || !under(me, "handlers") {
+			continue
+		}
+		fset := token.NewFileSet()
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				return nil, err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if strings.HasSuffix(n.Sel.Name, "PatchType") {
+						bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
+							fset.Position(n.Pos()), n.Sel.Name))
+					}
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
+						bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
+							fset.Position(n.Pos()), sel.Sel.Name))
+					}
+				}
+				return true
+			})
+		}
+	}
+	return bad, nil
+}
+
+func goTool(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.LookPath(p); err != nil {
+		t.Skip("no go command on PATH or in GOROOT: cannot list the packages")
+	}
+	return p
+}
+
+func listPackages(t *testing.T) []goPackage {
+	t.Helper()
+	cmd := exec.Command(goTool(t), "list", "-json", "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list: %s", stderr.String())
+	var pkgs []goPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p goPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestImportBoundaries(t *testing.T) {
+	pkgs := listPackages(t)
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		if r, ok := rel(p.ImportPath); ok {
+			seen[r] = true
+		}
+	}
+	// The rules name these; if one moved, the rules would silently pass over it.
+	for _, want := range append([]string{"framework", "handlers", "nbi", "netbox"}, alone...) {
+		require.True(t, seen[want], "package %s is gone: update docs/architecture.md and arch_test.go", want)
+	}
+
+	if bad := importViolations(pkgs); len(bad) > 0 {
+		t.Errorf("forbidden arrows (docs/architecture.md, \"The arrows\"):\n%s", strings.Join(bad, "\n"))
+	}
+	patches, err := patchViolations(pkgs)
+	require.NoError(t, err)
+	if len(patches) > 0 {
+		t.Errorf("the chain sends patches itself:\n%s", strings.Join(patches, "\n"))
+	}
+
+	t.Run("each rule catches its arrow", func(t *testing.T) {
+		m := func(r string) string { return modulePath + "/" + r }
+		for _, c := range []struct {
+			pkg           string
+			imports, deps []string
+		}{
+			{pkg: "framework", imports: []string{m("handlers")}},
+			{pkg: "framework", imports: []string{m("nbi")}},
+			{pkg: "framework/kopf", imports: []string{m("framework")}},
+			{pkg: "netbox", imports: []string{m("framework")}},
+			{pkg: "netbox/netboxsim", imports: []string{m("netbox")}},
+			{pkg: "netbox", deps: []string{"k8s.io/apimachinery/pkg/types"}},
+			{pkg: "handlers/spec", deps: []string{"k8s.io/client-go/rest"}},
+			{pkg: "nbi/query", deps: []string{"k8s.io/client-go/kubernetes"}},
+			{pkg: "netbox/selector", imports: []string{m("netbox")}},
+			{pkg: "handlers", imports: []string{m("nbi")}},
+			{pkg: "handlers", imports: []string{"k8s.io/client-go/util/workqueue"}},
+			{pkg: "nbi", imports: []string{m("handlers")}},
+			{pkg: "nbi/inventory", imports: []string{m("framework")}},
+			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
+		} {
+			got := importViolations([]goPackage{{ImportPath: m(c.pkg), Imports: c.imports, Deps: c.deps}})
+			assert.Len(t, got, 1, "%s → %v %v", c.pkg, c.imports, c.deps)
+		}
+		// What the design allows stays allowed.
+		assert.Empty(t, importViolations([]goPackage{
+			{ImportPath: m("nbi"), Imports: []string{m("handlers/spec"), m("nbi/query"), m("netbox")}},
+			{ImportPath: m("handlers"), Imports: []string{m("framework"), m("handlers/spec"), m("netbox")}},
+			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), "k8s.io/client-go/util/workqueue"}},
+			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
+			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("netbox")}},
+		}))
+
+		dir := t.TempDir()
+		src := `package handlers
+
+func f(ctx any) {
+	c.Patch.SetStatus("x", "y")                                           // allowed: the pass's patch
+	_, _ = ri.Patch(ctx, "pr", types.MergePatchType, nil, opts, "status") // not: a patch of its own
+}
+`
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f.go"), []byte(src), 0o600))
+		got, err := patchViolations([]goPackage{{ImportPath: m("handlers"), Dir: dir, GoFiles: []string{"f.go"}}})
+		require.NoError(t, err)
+		assert.Len(t, got, 2, "the Patch call and the patch type: %v", got)
+	})
+}
