@@ -57,7 +57,7 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 		namespace = "default"
 	}
 	kube := op.Clients().Kubernetes
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace)
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers)
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
 		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
 	if err != nil {

@@ -40,7 +40,7 @@ func newSubsEnv(t *testing.T) *subsEnv {
 	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	se := &subsEnv{invEnv: ie, kube: kube, namespace: ns, store: inventory.NewSubscriptionStore(kube, ns)}
+	se := &subsEnv{invEnv: ie, kube: kube, namespace: ns, store: inventory.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil)}
 	ie.srv.EnableSubscriptions(se.store, nil)
 	return se
 }
@@ -315,6 +315,24 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 	require.Equal(t, "staged", prior["extensions"].(map[string]any)["status"], "the prior state is what subscribers were last told")
 }
 
+// A change after the 201 but before any notifier has picked the subscription up (the leader polls for new
+// ones, and may be restarting or on another replica) is still notified: the subscription is stored with
+// what the creating replica's view held, and the notifier diffs from that.
+func TestAChangeBeforeTheNotifierSeesANewSubscriptionIsNotLost(t *testing.T) {
+	se := newSubsEnv(t)
+	r := smo.New()
+	defer r.Close()
+	se.subscribe(r.URL(), "(eq,objectType,resource)")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	require.NoError(t, se.sim.SetStatus(3, "offline"))
+	require.NoError(t, se.refresher.Refresh(ctx, false))
+	se.notifier(ctx, se.view, nil) // only now
+	require.Equal(t, []string{"resource 1 3 offline"}, waitEvents(t, r, 1))
+	prior := r.Notifications()[0].Body["priorObjectState"].(map[string]any)
+	require.Equal(t, "staged", prior["extensions"].(map[string]any)["status"], "the prior state is the one at creation")
+}
+
 // Only the leader delivers: a notifier whose replica does not lead sends nothing, and starts (with
 // what changed meanwhile) once it does.
 func TestOnlyTheLeaderDelivers(t *testing.T) {
@@ -334,10 +352,10 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	require.Zero(t, r.Attempts(), "a replica that does not lead delivers nothing")
 	leading.Store(true)
-	// It starts from no recorded progress (a first start): what it sees now is the baseline, and
-	// changes from then on are delivered.
+	// Once it leads it starts from the progress stored at creation: the change made while nobody
+	// delivered comes first, then what follows, in order.
 	time.Sleep(400 * time.Millisecond)
 	require.NoError(t, se.sim.SetStatus(3, "failed"))
 	require.NoError(t, se.refresher.Refresh(ctx, false))
-	require.Equal(t, []string{"resource 1 3 failed"}, waitEvents(t, r, 1))
+	require.Equal(t, []string{"resource 1 3 offline", "resource 1 3 failed"}, waitEvents(t, r, 2))
 }

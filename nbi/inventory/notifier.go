@@ -591,12 +591,8 @@ func (n *Notifier) persist(ctx context.Context) {
 		if !s.dirty || len(s.queue) > 0 {
 			continue
 		}
-		objs := make(map[string]storedObject, len(s.told))
-		for id, c := range s.told {
-			objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
-		}
 		s.dirty = false
-		jobs = append(jobs, job{s, objs})
+		jobs = append(jobs, job{s, stored(s.told)})
 	}
 	n.mu.Unlock()
 	for _, j := range jobs {

@@ -110,6 +110,38 @@ func truncate(s string, n int) string {
 type SubscriptionStore struct {
 	kube      kubernetes.Interface
 	namespace string
+	// baseline is what a new subscription has "been told" at creation: stored with it, so every change
+	// after the 201 is a difference from it — even one made before any notifier (on whichever replica
+	// leads, after however many restarts) has picked the subscription up.
+	baseline func() map[string]storedObject
+}
+
+// WithBaseline stores with each new subscription the view's objects (and the deployment managers, when
+// they can be read) as its starting progress. Without it, a subscription starts from whatever the
+// leader's notifier sees when it first polls, and a change in between would be missed.
+func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry, error)) *SubscriptionStore {
+	st.baseline = func() map[string]storedObject {
+		objs := view.Objects()
+		if managers != nil {
+			// Unknown managers are left out: at worst each is notified as created once more.
+			if dms, err := managers(); err == nil {
+				for _, e := range dms {
+					objs[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+				}
+			}
+		}
+		return stored(objs)
+	}
+	return st
+}
+
+// stored is the persisted form of what a subscriber has been told.
+func stored(told map[string]Change) map[string]storedObject {
+	objs := make(map[string]storedObject, len(told))
+	for id, c := range told {
+		objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
+	}
+	return objs
 }
 
 // NewSubscriptionStore stores in namespace (the operator's).
@@ -134,6 +166,13 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 			Labels: map[string]string{SubscriptionLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
 		},
 		Data: map[string]string{subscriptionKey: string(data)},
+	}
+	if st.baseline != nil {
+		progress, err := encodeProgress(st.baseline())
+		if err != nil {
+			return Subscription{}, err
+		}
+		cm.BinaryData = map[string][]byte{progressKey: progress}
 	}
 	if _, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"}); err != nil {
 		return Subscription{}, err
@@ -219,12 +258,8 @@ type storedObject struct {
 
 // SaveProgress writes a subscription's progress (nothing when it was deleted meanwhile).
 func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs map[string]storedObject) error {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(objs); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
+	progress, err := encodeProgress(objs)
+	if err != nil {
 		return err
 	}
 	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
@@ -238,12 +273,24 @@ func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs m
 	if cm.BinaryData == nil {
 		cm.BinaryData = map[string][]byte{}
 	}
-	cm.BinaryData[progressKey] = buf.Bytes()
+	cm.BinaryData[progressKey] = progress
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-notifier"})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+func encodeProgress(objs map[string]storedObject) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(objs); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,

@@ -432,6 +432,13 @@ func (v *View) Attach(init func(map[string]Change), sink func([]Change)) {
 	v.sinks = append(v.sinks, sink)
 }
 
+// Objects is every object the view holds now, by id with its kind.
+func (v *View) Objects() map[string]Change {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.objectsLocked()
+}
+
 func (v *View) objectsLocked() map[string]Change {
 	out := make(map[string]Change, len(v.devices)+len(v.pools)+len(v.rtypes))
 	for _, d := range v.devices {
