@@ -100,6 +100,22 @@ func boolParam(params map[string]string, name string) (bool, error) {
 // parseFieldList reads "a/b,c": complex attributes of ProvisioningRequestInfo. A mandatory complex
 // attribute may be listed in fields (it is there anyway) but not excluded; a simple one may be neither.
 func parseFieldList(param, list string, excluding bool) (*pathTree, error) {
+	return parseAttrList(param, list, excluding, attrRules{
+		resolve:  query.ResolveAttr,
+		selected: query.InTemplateParameters, // a mandatory attribute outside it listed in fields changes nothing
+		required: "ProvisioningRequestInfo and cannot be excluded; only attributes inside provisioningRequestData/templateParameters can",
+	})
+}
+
+// attrRules are what one response type says about fields / exclude_fields paths.
+type attrRules struct {
+	resolve  func(path []string) (query.AttrKind, bool, error)
+	selected func(path []string) ([]string, bool) // the path within the selectable part, or false
+	required string                               // completes "exclude_fields: %q is required by …"
+}
+
+// parseAttrList is the one reader of fields / exclude_fields lists, for every response type.
+func parseAttrList(param, list string, excluding bool, rules attrRules) (*pathTree, error) {
 	if list == "" {
 		return nil, fmt.Errorf("%s is empty: list attribute paths separated by ','", param)
 	}
@@ -109,21 +125,20 @@ func parseFieldList(param, list string, excluding bool) (*pathTree, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", param, err)
 		}
-		kind, mandatory, err := query.ResolveAttr(path)
+		kind, mandatory, err := rules.resolve(path)
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%s: %v", param, err)
 		case kind == query.SimpleAttr:
 			return nil, fmt.Errorf("%s: %q is a simple attribute; attribute selectors name complex ones (simple attributes are always included)", param, p)
 		case excluding && mandatory:
-			return nil, fmt.Errorf("exclude_fields: %q is required by ProvisioningRequestInfo and cannot be excluded; only attributes inside provisioningRequestData/templateParameters can", p)
+			return nil, fmt.Errorf("exclude_fields: %q is required by %s", p, rules.required)
 		}
-		if below, ok := query.InTemplateParameters(path); ok {
+		if below, ok := rules.selected(path); ok {
 			tree.add(below)
 		} else if excluding {
 			return nil, fmt.Errorf("exclude_fields: %q cannot be excluded", p)
 		}
-		// A mandatory attribute outside templateParameters listed in fields changes nothing.
 	}
 	return tree, nil
 }

@@ -1,10 +1,8 @@
 package nbi
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -331,32 +329,16 @@ func (s *Server) inventoryList(w http.ResponseWriter, r *http.Request, schema *q
 // its free-form objects (extensions, capabilities, capacity) — everything the reference requires
 // stays, as in the provisioning API.
 func inventoryFieldList(schema *query.Schema) func(param, list string, excluding bool) (*pathTree, error) {
+	rules := attrRules{
+		resolve: schema.Resolve,
+		selected: func(path []string) ([]string, bool) {
+			_, _, ok := schema.Selectable(path)
+			return path, ok
+		},
+		required: schema.Name() + " and cannot be excluded; only optional attributes and those inside its extensions can",
+	}
 	return func(param, list string, excluding bool) (*pathTree, error) {
-		if list == "" {
-			return nil, fmt.Errorf("%s is empty: list attribute paths separated by ','", param)
-		}
-		tree := &pathTree{}
-		for _, p := range strings.Split(list, ",") {
-			path, err := query.SplitAttrPath(p)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", param, err)
-			}
-			kind, mandatory, err := schema.Resolve(path)
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("%s: %v", param, err)
-			case kind == query.SimpleAttr:
-				return nil, fmt.Errorf("%s: %q is a simple attribute; attribute selectors name complex ones (simple attributes are always included)", param, p)
-			case excluding && mandatory:
-				return nil, fmt.Errorf("exclude_fields: %q is required by %s and cannot be excluded; only optional attributes and those inside its extensions can", p, schema.Name())
-			}
-			if _, _, ok := schema.Selectable(path); ok {
-				tree.add(path)
-			} else if excluding {
-				return nil, fmt.Errorf("exclude_fields: %q cannot be excluded", p)
-			}
-		}
-		return tree, nil
+		return parseAttrList(param, list, excluding, rules)
 	}
 }
 
