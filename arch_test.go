@@ -107,7 +107,7 @@ var writeCalls = map[string]bool{"Patch": true, "Apply": true, "ApplyStatus": tr
 
 // patchViolations lists, for the chain's packages, every place that sends a patch itself: the request's
 // changes go into Cause.Patch and the framework applies them (one status and one object patch a pass);
-// other objects are created, updated and deleted through handlers/kube.go.
+// other objects are created, updated and deleted through handlers/kube.
 func patchViolations(pkgs []goPackage) ([]string, error) {
 	var bad []string
 	for _, p := range pkgs {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
 
@@ -56,12 +57,20 @@ type Related struct {
 	Map       framework.MapFunc
 }
 
+// kinds of what the chain reads by name: an answer of another kind is not the object asked for.
+var kinds = map[schema.GroupResource]string{
+	PackageVariantGVR.GroupResource():                 "PackageVariant",
+	BareMetalHostGVR.GroupResource():                  "BareMetalHost",
+	ProvisioningRequestGVR.GroupResource():            "ProvisioningRequest",
+	{Group: "cluster.x-k8s.io", Resource: "clusters"}: "Cluster",
+}
+
 // Handlers holds the chain's dependencies.
 type Handlers struct {
 	cfg            Config
 	clusterVersion string
 	clusterGVR     schema.GroupVersionResource
-	kube           kube
+	kube           kube.Client
 	hosts          Hosts
 	metrics        *Metrics
 }
@@ -70,7 +79,7 @@ type Handlers struct {
 func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
 	return &Handlers{
 		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: ClusterGVR(clusterVersion),
-		kube: kube{dyn: clients.Dynamic}, hosts: hosts, metrics: newMetrics(reg),
+		kube: kube.New(clients.Dynamic, kinds), hosts: hosts, metrics: newMetrics(reg),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -31,7 +32,7 @@ type InventoryHosts struct {
 	cfg    Config
 	nb     *netbox.Client
 	kube   kubernetes.Interface
-	k      kube
+	k      kube.Client
 	gauges hostGauges
 	cache  *framework.Cache
 }
@@ -39,7 +40,7 @@ type InventoryHosts struct {
 // NewInventoryHosts builds the step on a NetBox client.
 func NewInventoryHosts(cfg Config, nb *netbox.Client, clients *framework.Clients, reg prometheus.Registerer) *InventoryHosts {
 	hs := &InventoryHosts{
-		cfg: cfg, nb: nb, kube: clients.Kubernetes, k: kube{dyn: clients.Dynamic},
+		cfg: cfg, nb: nb, kube: clients.Kubernetes, k: kube.New(clients.Dynamic, kinds),
 		gauges: newHostGauges(),
 	}
 	if reg != nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -43,7 +44,7 @@ func ownedByRequest(u *unstructured.Unstructured, uid string) bool {
 func (hs *InventoryHosts) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
 	ns, name := hs.cfg.Metal3Namespace, bmcSecretName(id)
 	secrets := hs.kube.CoreV1().Secrets(ns)
-	existing, err := getSecret(ctx, c, secrets, ns, name)
+	existing, err := kube.GetSecret(ctx, c, secrets, ns, name)
 	switch {
 	case err == nil && existing.Annotations[AnnotationRequestUID] == string(c.Object.GetUID()):
 		return nil
@@ -88,13 +89,13 @@ func (hs *InventoryHosts) ensureBareMetalHost(ctx context.Context, c *framework.
 	bmh.SetNamespace(ns)
 	bmh.SetLabels(map[string]string{LabelCluster: cluster, LabelRole: s.Role, LabelManagedBy: ManagedByValue})
 	bmh.SetAnnotations(map[string]string{AnnotationRequestUID: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
-	_, err := hs.k.create(ctx, BareMetalHostGVR, bmh)
+	_, err := hs.k.Create(ctx, BareMetalHostGVR, bmh)
 	switch {
 	case err == nil:
 		c.Normal(EventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
 		return nil
 	case framework.IsClass(err, framework.ClassConflict):
-		live, gerr := hs.k.get(ctx, c, BareMetalHostGVR, ns, name)
+		live, gerr := hs.k.Get(ctx, c, BareMetalHostGVR, ns, name)
 		if gerr != nil {
 			return gerr
 		}
@@ -136,14 +137,14 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 func (hs *InventoryHosts) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (gone bool, detail string, confirm bool, err error) {
 	uid := string(c.Object.GetUID())
 	ns := hs.cfg.Metal3Namespace
-	bmh, err := hs.k.get(ctx, c, BareMetalHostGVR, ns, bmhName(id))
+	bmh, err := hs.k.Get(ctx, c, BareMetalHostGVR, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 	case err != nil:
 		return false, "", false, err
 	case ownedByRequest(bmh, uid):
 		if bmh.GetDeletionTimestamp() == nil {
-			if err := hs.k.delete(ctx, BareMetalHostGVR, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if err := hs.k.Delete(ctx, BareMetalHostGVR, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return false, "", false, err
 			}
 			c.Normal(EventDeleted, fmt.Sprintf("Deleted BareMetalHost %s/%s", ns, bmh.GetName()))
@@ -153,7 +154,7 @@ func (hs *InventoryHosts) deleteMetal3(ctx context.Context, c *framework.Cause, 
 		return false, fmt.Sprintf("%s: BareMetalHost being removed", netbox.Identity(id)), false, nil
 	}
 	secrets := hs.kube.CoreV1().Secrets(ns)
-	sec, err := getSecret(ctx, c, secrets, ns, bmcSecretName(id))
+	sec, err := kube.GetSecret(ctx, c, secrets, ns, bmcSecretName(id))
 	switch cerr := framework.ClassifyAPIError("get Secret "+ns+"/"+bmcSecretName(id), false, err); {
 	case err == nil && sec.Annotations[AnnotationRequestUID] == uid:
 		pre := metav1.Preconditions{UID: &sec.UID}

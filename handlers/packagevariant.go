@@ -121,11 +121,11 @@ func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructur
 	}
 	pv.SetLabels(labels)
 	pv.SetOwnerReferences(append(pv.GetOwnerReferences(), want.GetOwnerReferences()...))
-	adopted, err := h.kube.update(ctx, PackageVariantGVR, pv)
+	adopted, err := h.kube.Update(ctx, PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
 			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
-			if live, gerr := h.kube.get(ctx, c, PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
+			if live, gerr := h.kube.Get(ctx, c, PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
 				return live, nil
 			}
 		}
@@ -179,7 +179,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		return pv, nil
 	}
 
-	created, err := h.kube.create(ctx, PackageVariantGVR, h.desiredPackageVariant(pr, req))
+	created, err := h.kube.Create(ctx, PackageVariantGVR, h.desiredPackageVariant(pr, req))
 	if err == nil {
 		c.Normal(EventCreated, "Created package variant "+pvRef(created))
 		return created, nil
@@ -188,7 +188,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 	if ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
 		// The answer was lost, or someone (maybe our own earlier create) got there first: only reading it
 		// back tells which; a blind retry could not.
-		live, gerr := h.kube.get(ctx, c, PackageVariantGVR, ns, name)
+		live, gerr := h.kube.Get(ctx, c, PackageVariantGVR, ns, name)
 		switch {
 		case gerr == nil && pvOwnedByRequest(live, pr) && live.GetAnnotations()[AnnotationDownstream] == req.ClusterName:
 			c.Logger.Info("package variant create settled by read-back: it is ours", errField(err))
@@ -217,7 +217,7 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	}
 	pv = pv.DeepCopy()
 	pv.Object["spec"] = want.Object["spec"]
-	updated, err := h.kube.update(ctx, PackageVariantGVR, pv)
+	updated, err := h.kube.Update(ctx, PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
 			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed meanwhile and its update will be retried")

@@ -22,7 +22,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
 
 	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
-	pv, err := h.kube.get(ctx, c, PackageVariantGVR, ns, name)
+	pv, err := h.kube.Get(ctx, c, PackageVariantGVR, ns, name)
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 		// Nothing of ours left there.
@@ -30,7 +30,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		return h.deleting(c, "Deleting; retrying after: "+err.Error())
 	case h.isOurs(pv, pr):
 		if pv.GetDeletionTimestamp() == nil {
-			if err := h.kube.delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if err := h.kube.Delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
 			}
 			c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))

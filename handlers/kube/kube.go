@@ -1,4 +1,7 @@
-package handlers
+// Package kube is the chain's live API access, shared by the chain (handlers) and its host step
+// (handlers/hosts): every call bounded by the clients' timeout, redirects refused, the token re-read on
+// rotation (framework.NewClients), and every failure classified.
+package kube
 
 import (
 	"context"
@@ -17,13 +20,19 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
-// kube is the chain's live API access: every call bounded by the clients' timeout, redirects refused, the
-// token re-read on rotation (framework.NewClients), and every failure classified.
-type kube struct {
-	dyn dynamic.Interface
+// Client reads and writes the objects of its caller; kinds names the kind of each resource it reads by
+// name, so an answer of another kind is not taken for the object asked for.
+type Client struct {
+	dyn   dynamic.Interface
+	kinds map[schema.GroupResource]string
 }
 
-func (k kube) resource(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
+// New builds a Client on the dynamic client.
+func New(dyn dynamic.Interface, kinds map[schema.GroupResource]string) Client {
+	return Client{dyn: dyn, kinds: kinds}
+}
+
+func (k Client) resource(gvr schema.GroupVersionResource, ns string) dynamic.ResourceInterface {
 	if ns == "" {
 		return k.dyn.Resource(gvr)
 	}
@@ -37,33 +46,25 @@ func describe(verb string, gvr schema.GroupVersionResource, ns, name string) str
 	return fmt.Sprintf("%s %s %s/%s", verb, gvr.Resource, ns, name)
 }
 
-// kinds of what the chain reads by name: an answer of another kind is not the object asked for.
-var kinds = map[schema.GroupResource]string{
-	PackageVariantGVR.GroupResource():                 "PackageVariant",
-	BareMetalHostGVR.GroupResource():                  "BareMetalHost",
-	ProvisioningRequestGVR.GroupResource():            "ProvisioningRequest",
-	{Group: "cluster.x-k8s.io", Resource: "clusters"}: "Cluster",
-}
-
-// get reads live, for when the cache cannot be trusted (after a write whose answer was lost, before
+// Get reads live, for when the cache cannot be trusted (after a write whose answer was lost, before
 // removing a finalizer). An answer that is not the object asked for (a list, another kind or name) is a
 // retryable protocol error, never "not found" or "someone else's"; c (may be nil) is the request it is
 // read for, to say so once.
-func (k kube) get(ctx context.Context, c *framework.Cause, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+func (k Client) Get(ctx context.Context, c *framework.Cause, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 	op := describe("get", gvr, ns, name)
 	u, err := k.resource(gvr, ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, framework.ClassifyAPIError(op, false, err)
 	}
-	if err := noteAnswer(c, op, framework.CheckNamedAnswer(op, u, gvr.GroupVersion().String(), kinds[gvr.GroupResource()], ns, name)); err != nil {
+	if err := noteAnswer(c, op, framework.CheckNamedAnswer(op, u, gvr.GroupVersion().String(), k.kinds[gvr.GroupResource()], ns, name)); err != nil {
 		return nil, err
 	}
 	return u, nil
 }
 
-// getSecret is get for the typed Secret client (Secrets are not cached, and not read as unstructured so
+// GetSecret is Get for the typed Secret client (Secrets are not cached, and not read as unstructured so
 // their data is never logged by accident).
-func getSecret(ctx context.Context, c *framework.Cause, secrets typedcorev1.SecretInterface, ns, name string) (*corev1.Secret, error) {
+func GetSecret(ctx context.Context, c *framework.Cause, secrets typedcorev1.SecretInterface, ns, name string) (*corev1.Secret, error) {
 	op := "get Secret " + ns + "/" + name
 	sec, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -96,18 +97,20 @@ func noteAnswer(c *framework.Cause, op string, err error) error {
 	return err
 }
 
-func (k kube) create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// Create creates obj; a lost answer may have created it (the error says a write may have landed).
+func (k Client) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	u, err := k.resource(gvr, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
 	return u, framework.ClassifyAPIError(describe("create", gvr, obj.GetNamespace(), obj.GetName()), true, err)
 }
 
-func (k kube) update(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// Update overwrites obj (its resourceVersion guards against a lost update).
+func (k Client) Update(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	u, err := k.resource(gvr, obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 	return u, framework.ClassifyAPIError(describe("update", gvr, obj.GetNamespace(), obj.GetName()), true, err)
 }
 
-// delete removes exactly the object we looked at: the uid precondition refuses a same-named replacement.
-func (k kube) delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
+// Delete removes exactly the object we looked at: the uid precondition refuses a same-named replacement.
+func (k Client) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID) error {
 	opts := metav1.DeleteOptions{}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
