@@ -22,6 +22,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -214,7 +215,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fail("%v", err)
 	}
 
-	var hosts handlers.Hosts
+	var hostStep handlers.Hosts
 	var inv *inventoryWiring // main_inventory.go
 	if nbOn {
 		nb, err := netbox.New(nbCfg, log.Named("netbox"), op.Registry())
@@ -230,14 +231,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if inv, err = newInventory(getenv, nbCfg, nb, op, log); err != nil {
 			return fail("%v", err)
 		}
-		hosts = handlers.NewInventoryHosts(chainCfg, nb, clients, op.Registry())
+		hostStep = hosts.New(handlers.HostsConfig(chainCfg), nb, clients, op.Cache(), op.Registry())
 	}
-	handlers.New(chainCfg, clusterVersion, clients, hosts, op.Registry()).Register(op)
+	handlers.New(chainCfg, clusterVersion, clients, hostStep, op.Registry()).Register(op)
 
 	// The NBI refuses with 400 what the chain would fail, so it needs the chain's rules of this run.
-	nbiCfg.Chain = nbi.ChainRules{Inventory: hosts != nil}
-	if hosts != nil {
-		nbiCfg.Chain.Reserved = hosts.Reserved()
+	nbiCfg.Chain = nbi.ChainRules{Inventory: hostStep != nil}
+	if hostStep != nil {
+		nbiCfg.Chain.Reserved = hostStep.Reserved()
 	}
 
 	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())

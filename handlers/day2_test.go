@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
@@ -209,7 +210,7 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 			wantSecrets = append(wantSecrets, id+"-bmc-secret")
 		}
 		assert.ElementsMatch(t, wantSecrets, secrets, "BMC Secrets")
-		slots, err := readSlots(u)
+		slots, err := hosts.ReadSlots(u)
 		require.NoError(t, err)
 		var recorded []string
 		for _, s := range slots {
@@ -219,11 +220,11 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 	}
 
 	// Down: 2 → 1. The highest index goes; worker/0 stays.
-	slots, _ := readSlots(done)
+	slots, _ := hosts.ReadSlots(done)
 	keep := slots[0].ID
 	patchPR(t, srv, "follow-1", `{"spec":{"templateParameters":{"hosts":[`+worker(1)+`]}}}`)
 	eventually(t, 30*time.Second, func() bool {
-		return hasEvent(eventsOf(t, srv, "follow-1"), corev1.EventTypeNormal, EventHostFreed, slots[1].ID)
+		return hasEvent(eventsOf(t, srv, "follow-1"), corev1.EventTypeNormal, hosts.EventHostFreed, slots[1].ID)
 	}, "the surplus host was never released")
 	check([]string{keep})
 
@@ -327,7 +328,7 @@ func TestQuarantineThatLostItsPreconditionPostsNoEvent(t *testing.T) {
 	assert.Equal(t, []string{netbox.Identity(good)}, resourceIDs(done))
 	d, _ := inv.sim.Device(bare)
 	assert.Equal(t, "offline", d.Status, "the admin's decision stands")
-	assert.False(t, hasEvent(eventsOf(t, srv, "q412-1"), corev1.EventTypeWarning, EventQuarantined, netbox.Identity(bare)),
+	assert.False(t, hasEvent(eventsOf(t, srv, "q412-1"), corev1.EventTypeWarning, hosts.EventQuarantined, netbox.Identity(bare)),
 		"a quarantine that never committed was announced")
 }
 
@@ -343,8 +344,8 @@ func TestHalfResetCandidateWithOurUIDIsTakenBack(t *testing.T) {
 	uid := string(pr.GetUID())
 	// The state a crash plus an admin leave behind: the candidate recorded, the device staged with our uid.
 	require.NoError(t, inv.sim.SetCustom(host, "o2ims_request_uid", uid))
-	pr.Object["status"] = map[string]any{"extensions": map[string]any{extensionsHosts: []any{
-		map[string]any{"role": "worker", "index": int64(0), "id": netbox.Identity(host), "phase": phaseCandidate}}}}
+	pr.Object["status"] = map[string]any{"extensions": map[string]any{"hosts": []any{
+		map[string]any{"role": "worker", "index": int64(0), "id": netbox.Identity(host), "phase": hosts.PhaseCandidate}}}}
 	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
@@ -354,21 +355,4 @@ func TestHalfResetCandidateWithOurUIDIsTakenBack(t *testing.T) {
 	d, _ := inv.sim.Device(host)
 	assert.Equal(t, "active", d.Status)
 	assert.Equal(t, uid, d.Custom["o2ims_request_uid"])
-}
-
-// Metal3's errorMessage is someone else's text: one line, no BMC address or credentials, no token, bounded.
-func TestMetal3ErrorMessageIsSanitised(t *testing.T) {
-	bmh := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
-		"operationalStatus": "error", "errorType": "registration error",
-		"errorMessage": "Failed to get power state for https://admin:hunter2@10.0.0.9/redfish/v1/Systems/1\n" +
-			"Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789 " + strings.Repeat("x", 2000),
-	}}}
-	ready, detail := hostReady(bmh)
-	assert.False(t, ready)
-	assert.NotContains(t, detail, "hunter2")
-	assert.NotContains(t, detail, "10.0.0.9")
-	assert.NotContains(t, detail, "abcdefghijklmnopqrstuvwxyz0123456789")
-	assert.NotContains(t, detail, "\n")
-	assert.LessOrEqual(t, len([]rune(detail)), maxMetal3Message)
-	assert.True(t, strings.HasPrefix(detail, "registration error: Failed to get power state"), detail)
 }

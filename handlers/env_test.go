@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
@@ -176,11 +177,11 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 		BackoffBase: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
-	var hosts Hosts
+	var hostStep Hosts
 	if len(inventory) > 0 {
-		hosts = NewInventoryHosts(cfg, inventory[0], clients, op.Registry())
+		hostStep = hosts.New(HostsConfig(cfg), inventory[0], clients, op.Cache(), op.Registry())
 	}
-	h := New(cfg, version, clients, hosts, op.Registry())
+	h := New(cfg, version, clients, hostStep, op.Registry())
 	h.Register(op)
 	c := &chain{op: op, rec: rec, cfg: cfg}
 	c.start(t)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
@@ -23,44 +24,39 @@ func ParseRequest(s map[string]any, reserved map[string]bool) (Request, error) {
 	return spec.Parse(s, reserved)
 }
 
-// Hosts is the inventory step of the chain: claim hosts, register them with Metal3, wait until they are
-// available; and release them on delete. Each call makes one observation.
+// Hosts is the inventory step of the chain (package hosts): claim hosts, register them with Metal3, wait
+// until they are available; and release them on delete. Each call makes one observation. The chain sees
+// the step only through this interface (and hosts.Held, to know without an inventory what is still held).
 type Hosts interface {
 	// Reserved lists selector keys the inventory owns (they cannot select hosts).
 	Reserved() map[string]bool
+	// Settled: the request's records hold every requested host, claimed, and nothing to release.
+	Settled(req Request, u *unstructured.Unstructured) bool
 	// Ensure moves the request's hosts one step on; ready when every requested host is claimed and available.
 	// A *framework.PermanentError is a configuration problem that retrying cannot fix.
-	Ensure(ctx context.Context, c *framework.Cause, req Request) (HostsResult, error)
+	Ensure(ctx context.Context, c *framework.Cause, req Request) (hosts.Ensured, error)
 	// Release moves the release one step on; done when every host is back in the pool and nothing of
-	// ours is left in Metal3. soon asks for the next pass right after this one's writes land (a
-	// checkpoint was recorded, or a deletion needs confirming, and nothing else will wake the request).
-	Release(ctx context.Context, c *framework.Cause) (done bool, message string, soon bool, err error)
+	// ours is left in Metal3.
+	Release(ctx context.Context, c *framework.Cause) (hosts.Released, error)
 	// Related lists the resources whose changes should wake a request (BareMetalHosts).
-	Related() []Related
+	Related() []hosts.Related
 }
 
-// HostsResult is one observation of the inventory step.
-type HostsResult struct {
-	Ready   bool
-	Message string
-	// IDs are the claimed hosts' identities (netbox-<id>), the request's oCloudInfrastructureResourceIds.
-	IDs []string
-	// Soon asks for the next pass right after this one's writes land (candidates were just recorded
-	// and are claimed next).
-	Soon bool
-}
-
-// Related is a resource to watch on behalf of requests.
-type Related struct {
-	GVR       schema.GroupVersionResource
-	Namespace string
-	Map       framework.MapFunc
+// HostsConfig is the host step's configuration: the chain's namespaces and the request's contract
+// (resource, failed state, owner annotation, uid index), so the step and the chain agree by construction.
+func HostsConfig(cfg Config) hosts.Config {
+	return hosts.Config{
+		Metal3Namespace: cfg.Metal3Namespace, CredentialsNamespace: cfg.CredentialsNamespace,
+		Requests:        ProvisioningRequestGVR,
+		Failed:          func(u *unstructured.Unstructured) bool { return CurrentStatus(u).State == StateFailed },
+		BareMetalHosts:  BareMetalHostGVR,
+		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID,
+	}
 }
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
 	PackageVariantGVR.GroupResource():                 "PackageVariant",
-	BareMetalHostGVR.GroupResource():                  "BareMetalHost",
 	ProvisioningRequestGVR.GroupResource():            "ProvisioningRequest",
 	{Group: "cluster.x-k8s.io", Resource: "clusters"}: "Cluster",
 }
@@ -100,9 +96,6 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
 	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
 	if h.hosts != nil {
-		if cs, ok := h.hosts.(interface{ SetCache(*framework.Cache) }); ok {
-			cs.SetCache(op.Cache())
-		}
 		for _, r := range h.hosts.Related() {
 			w.Related(r.GVR, r.Namespace, r.Map)
 		}

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -74,7 +75,7 @@ func (inv *inventory) addHost(t *testing.T, srv *kubeapi.Server, name string, co
 	}})
 	if user != "" {
 		_, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).Create(context.Background(), &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: "bmc-", Labels: map[string]string{credentialsLabel(id): "true"}},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "bmc-", Labels: map[string]string{hosts.CredentialsLabel(id): "true"}},
 			Data:       map[string][]byte{"username": []byte(user), "password": []byte("s3cret")},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 
 	bmh, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(inv.metal3NS).Get(context.Background(), netbox.Identity(big), metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{LabelCluster: "edge-hosts-1", LabelRole: "control-plane", LabelManagedBy: ManagedByValue}, bmh.GetLabels())
+	assert.Equal(t, map[string]string{hosts.LabelCluster: "edge-hosts-1", hosts.LabelRole: "control-plane", hosts.LabelManagedBy: hosts.ManagedByValue}, bmh.GetLabels())
 	spec, _, _ := unstructured.NestedMap(bmh.Object, "spec")
 	assert.Equal(t, false, spec["online"])
 	assert.Equal(t, netbox.Identity(big)+"-bmc-secret", spec["bmc"].(map[string]any)["credentialsName"])
@@ -170,7 +171,7 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 	bmhs, secrets := metal3Objects(t, srv, inv.metal3NS, uid)
 	assert.Empty(t, bmhs)
 	assert.Empty(t, secrets)
-	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: credentialsLabel(big)})
+	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: hosts.CredentialsLabel(big)})
 	require.NoError(t, err)
 	assert.Len(t, creds.Items, 1, "the credentials Secret is never deleted")
 }
@@ -244,7 +245,7 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	assert.Equal(t, "failed", d.Status, "quarantined")
 	assert.Nil(t, d.Custom["o2ims_request_uid"], "quarantine never claims")
 	eventually(t, 10*time.Second, func() bool {
-		return hasEvent(eventsOf(t, srv, "quarantine-1"), corev1.EventTypeWarning, EventQuarantined, "credentials-missing")
+		return hasEvent(eventsOf(t, srv, "quarantine-1"), corev1.EventTypeWarning, hosts.EventQuarantined, "credentials-missing")
 	}, "no Quarantined event")
 	families, err := inv.reg.Gather()
 	require.NoError(t, err)
@@ -334,9 +335,9 @@ func TestCompetingRequestsNeverShareAHost(t *testing.T) {
 	claimedByRecords := map[string]string{}
 	for i := 0; i < 50; i++ {
 		u, _ := getPR(t, srv, fmt.Sprintf("race-%02d", i))
-		slots, _ := readSlots(u)
+		slots, _ := hosts.ReadSlots(u)
 		for _, s := range slots {
-			if s.Phase == phaseClaimed {
+			if s.Phase == hosts.PhaseClaimed {
 				other, dup := claimedByRecords[s.ID]
 				assert.False(t, dup, "%s recorded as claimed by %s and %s", s.ID, other, u.GetName())
 				claimedByRecords[s.ID] = u.GetName()

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -399,7 +400,7 @@ func records(snaps []snapshot, uid, id string, phases ...string) bool {
 		if !ok {
 			continue
 		}
-		slots, _ := readSlots(u)
+		slots, _ := hosts.ReadSlots(u)
 		for _, sl := range slots {
 			if sl.ID == id && (len(phases) == 0 || contains(strings.Join(phases, ","), sl.Phase)) {
 				return true
@@ -437,7 +438,7 @@ func (m *model) check(where string) {
 	require.NoError(t, err)
 	r2 := m.requests()
 	both := []snapshot{r1, r2}
-	held := []string{phaseCandidate, phaseClaimed, phaseMetal3Released}
+	held := []string{hosts.PhaseCandidate, hosts.PhaseClaimed, hosts.PhaseMetal3Released}
 
 	// Every active device owned by us is recorded by an existing request.
 	for _, d := range devices {
@@ -456,9 +457,9 @@ func (m *model) check(where string) {
 		byID[netbox.Identity(d.ID)] = d
 	}
 	for uid, u := range r1 {
-		slots, _ := readSlots(u)
+		slots, _ := hosts.ReadSlots(u)
 		for _, s := range slots {
-			if s.Phase != phaseClaimed || !records([]snapshot{r2}, uid, s.ID, phaseClaimed) {
+			if s.Phase != hosts.PhaseClaimed || !records([]snapshot{r2}, uid, s.ID, hosts.PhaseClaimed) {
 				continue
 			}
 			d := byID[s.ID]
@@ -470,9 +471,9 @@ func (m *model) check(where string) {
 	// No device held twice.
 	claimedBy := map[string]string{}
 	for _, u := range r2 {
-		slots, _ := readSlots(u)
+		slots, _ := hosts.ReadSlots(u)
 		for _, s := range slots {
-			if s.Phase != phaseClaimed {
+			if s.Phase != hosts.PhaseClaimed {
 				continue
 			}
 			if other, dup := claimedBy[s.ID]; dup {
@@ -484,7 +485,7 @@ func (m *model) check(where string) {
 	// No BareMetalHost or BMC Secret without a recorded claim.
 	for _, b := range bmhs.Items {
 		uid := b.GetAnnotations()[AnnotationRequestUID]
-		if !records(both, uid, b.GetName(), phaseCandidate, phaseClaimed) {
+		if !records(both, uid, b.GetName(), hosts.PhaseCandidate, hosts.PhaseClaimed) {
 			fail("BareMetalHost %s (request %s) has no recorded claim", b.GetName(), uid)
 		}
 	}
@@ -493,7 +494,7 @@ func (m *model) check(where string) {
 		if !ok {
 			continue
 		}
-		if uid := s.Annotations[AnnotationRequestUID]; !records(both, uid, id, phaseCandidate, phaseClaimed) {
+		if uid := s.Annotations[AnnotationRequestUID]; !records(both, uid, id, hosts.PhaseCandidate, hosts.PhaseClaimed) {
 			fail("BMC Secret %s (request %s) has no recorded claim", s.Name, uid)
 		}
 	}

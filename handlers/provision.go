@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
 
 // Provision is the create and resume handler: one observation per pass along validate → hosts →
@@ -52,15 +53,14 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	}
 
 	var hostIDs []string
-	recorded, _ := readSlots(pr)
-	if len(req.Hosts) > 0 || len(heldHosts(pr)) > 0 {
+	if len(req.Hosts) > 0 || len(hosts.Held(pr)) > 0 {
 		if h.hosts == nil {
 			if len(req.Hosts) > 0 {
 				return h.fail(c, "Provisioning request validation failed; reason: hosts are requested but no inventory is configured (NETBOX_URL is not set)")
 			}
-			return h.waitWithinBudget(c, "hosts", fmt.Sprintf("Hosts are being prepared: %d hosts no longer requested are still claimed; releasing them needs the inventory (NETBOX_URL is not set)", len(heldHosts(pr))), "")
+			return h.waitWithinBudget(c, "hosts", fmt.Sprintf("Hosts are being prepared: %d hosts no longer requested are still claimed; releasing them needs the inventory (NETBOX_URL is not set)", len(hosts.Held(pr))), "")
 		}
-		if !settled(req, recorded) && h.expired(pr, c.Now) {
+		if !h.hosts.Settled(req, pr) && h.expired(pr, c.Now) {
 			// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
 			// a request that ran out of budget claims and registers nothing more.
 			msg := cur.Message

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
 
 // EventReleaseBlocked: a deletion cannot release what the request holds (the inventory is not configured).
@@ -41,7 +42,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	}
 
 	if h.hosts == nil {
-		if held := heldHosts(pr); len(held) > 0 {
+		if held := hosts.Held(pr); len(held) > 0 {
 			// Dropping the finalizer now would leave the hosts claimed in NetBox and registered in Metal3
 			// for good: the release waits for an operator that has the inventory configured.
 			msg := fmt.Sprintf("Deleting; %d hosts (%s) are still claimed and cannot be released: the inventory is not configured (NETBOX_URL is not set); set NETBOX_URL to release them",
@@ -52,13 +53,13 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			return h.deleting(c, msg)
 		}
 	} else {
-		done, msg, soon, err := h.hosts.Release(ctx, c)
+		rel, err := h.hosts.Release(ctx, c)
 		if err != nil {
 			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())
 		}
-		if !done {
-			err := h.deleting(c, "Deleting; releasing hosts: "+msg)
-			if soon {
+		if !rel.Done {
+			err := h.deleting(c, "Deleting; releasing hosts: "+rel.Message)
+			if rel.Soon {
 				err.(*framework.TemporaryError).Delay = time.Millisecond
 			}
 			return err

@@ -57,7 +57,5 @@ const (
 	EventCreated     = "Created"     // we created an object (PackageVariant, BareMetalHost, Secret)
 	EventAdopted     = "Adopted"     // we took over the PackageVariant the Python image made for the request
 	EventDeleted     = "Deleted"     // we deleted an object
-	EventHostClaimed = "HostClaimed"
-	EventHostFreed   = "HostReleased"
-	EventQuarantined = "HostQuarantined"
+	// the host step's own reasons are in package hosts (HostClaimed, HostReleased, HostQuarantined)
 )

@@ -1,4 +1,4 @@
-package handlers
+package hosts
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
-// credentialsLabel marks the Secret that holds a NetBox device's BMC credentials (one Secret may serve
+// CredentialsLabel marks the Secret that holds a NetBox device's BMC credentials (one Secret may serve
 // several devices).
-func credentialsLabel(id int32) string {
+func CredentialsLabel(id int32) string {
 	return fmt.Sprintf("o2ims.provisioning.oran.org/netbox-device-%d", id)
 }
 
@@ -36,7 +36,7 @@ func (p *credentialsProblem) Error() string { return p.message }
 // live read: Secrets are not cached by the operator. An API failure is retried; a missing, ambiguous or
 // malformed Secret is a credentialsProblem.
 func resolveCredentials(ctx context.Context, cs kubernetes.Interface, namespace string, id int32) (*bmcCredentials, error) {
-	label := credentialsLabel(id)
+	label := CredentialsLabel(id)
 	list, err := cs.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: label + "=true"})
 	if err != nil {
 		return nil, framework.ClassifyAPIError("list BMC credentials Secrets in "+namespace, false, err)

@@ -1,4 +1,4 @@
-package handlers
+package hosts
 
 import (
 	"encoding/json"
@@ -14,21 +14,21 @@ import (
 // Host slot phases, persisted per host in status.extensions.hosts. The record is what makes a restart
 // resume the same claim instead of picking (and leaking) another host.
 const (
-	// phaseCandidate: chosen and recorded on the request, not yet claimed in NetBox (the record lands
+	// PhaseCandidate: chosen and recorded on the request, not yet claimed in NetBox (the record lands
 	// before the claim, so a crash between the two re-reads this device rather than choosing another).
-	phaseCandidate = "candidate"
-	// phaseClaimed: active in NetBox with our request uid.
-	phaseClaimed = "claimed"
-	// phaseMetal3Released: release checkpoint: our BareMetalHost and BMC Secret are confirmed gone.
-	phaseMetal3Released = "metal3-released"
-	// phaseReleased: back in the pool (or never ours): nothing left to do for it.
-	phaseReleased = "released"
+	PhaseCandidate = "candidate"
+	// PhaseClaimed: active in NetBox with our request uid.
+	PhaseClaimed = "claimed"
+	// PhaseMetal3Released: release checkpoint: our BareMetalHost and BMC Secret are confirmed gone.
+	PhaseMetal3Released = "metal3-released"
+	// PhaseReleased: back in the pool (or never ours): nothing left to do for it.
+	PhaseReleased = "released"
 )
 
-// hostSlot is one requested host: the i-th of a role. A surplus slot is a host the spec no longer asks for
+// Slot is one requested host: the i-th of a role. A surplus slot is a host the spec no longer asks for
 // (its role's count was lowered or the role removed): it is released like on deletion, checkpoint by
 // checkpoint, and dropped from the record once it is back in the pool.
-type hostSlot struct {
+type Slot struct {
 	Role    string `json:"role"`
 	Index   int    `json:"index"`
 	ID      string `json:"id,omitempty"`
@@ -37,15 +37,19 @@ type hostSlot struct {
 }
 
 // holds tells whether the slot may hold a device: a candidate's claim may have landed unanswered.
-func (s hostSlot) holds() bool { return s.ID != "" && s.Phase != phaseReleased }
+func (s Slot) holds() bool { return s.ID != "" && s.Phase != PhaseReleased }
 
-func (s hostSlot) key() string { return fmt.Sprintf("%s/%d", s.Role, s.Index) }
+func (s Slot) key() string { return fmt.Sprintf("%s/%d", s.Role, s.Index) }
+
+// forget empties the position so the next choice fills it again. Only for a host we do not hold: not
+// claimed yet and now not ours to claim (gone, taken, lost in a race, quarantined, our uid cleared).
+func (s *Slot) forget() { *s = Slot{Role: s.Role, Index: s.Index} }
 
 const extensionsHosts = "hosts"
 
-// readSlots reads the host records; malformed ones (someone else's edit) are ignored with an error the
+// ReadSlots reads the host records; malformed ones (someone else's edit) are ignored with an error the
 // caller logs, never a crash.
-func readSlots(u *unstructured.Unstructured) ([]hostSlot, error) {
+func ReadSlots(u *unstructured.Unstructured) ([]Slot, error) {
 	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "extensions", extensionsHosts)
 	if !found || raw == nil {
 		return nil, nil
@@ -54,7 +58,7 @@ func readSlots(u *unstructured.Unstructured) ([]hostSlot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var slots []hostSlot
+	var slots []Slot
 	if err := json.Unmarshal(b, &slots); err != nil {
 		return nil, fmt.Errorf("status.extensions.hosts is not a list of host records: %w", err)
 	}
@@ -66,21 +70,21 @@ func readSlots(u *unstructured.Unstructured) ([]hostSlot, error) {
 // their recorded order (released from the end, so a role's highest index goes first); surplus that holds
 // nothing any more is dropped. A position asked for again while its old host is still being released gets
 // a fresh slot: the old host is never taken back halfway through its release.
-func plan(req Request, recorded []hostSlot) []hostSlot {
-	byKey := map[string]hostSlot{}
+func plan(req spec.Request, recorded []Slot) []Slot {
+	byKey := map[string]Slot{}
 	for _, s := range recorded {
 		if !s.Surplus {
 			byKey[s.key()] = s
 		}
 	}
 	wanted := map[string]bool{}
-	var out []hostSlot
+	var out []Slot
 	for _, h := range req.Hosts {
 		// Never sized by an unchecked count: spec.Parse bounds it already; this holds if a Request is built elsewhere.
 		for i := 0; i < min(h.Count, spec.MaxHostsPerRole); i++ {
 			s, ok := byKey[fmt.Sprintf("%s/%d", h.Role, i)]
 			if !ok {
-				s = hostSlot{Role: h.Role, Index: i}
+				s = Slot{Role: h.Role, Index: i}
 			}
 			wanted[s.key()] = true
 			out = append(out, s)
@@ -102,19 +106,19 @@ func plan(req Request, recorded []hostSlot) []hostSlot {
 
 // settled: every requested position has a claimed host and no surplus is left to release, so the hosts
 // step has nothing to claim, choose or release.
-func settled(req Request, recorded []hostSlot) bool {
+func settled(req spec.Request, recorded []Slot) bool {
 	for _, s := range plan(req, recorded) {
-		if s.Surplus || s.Phase != phaseClaimed {
+		if s.Surplus || s.Phase != PhaseClaimed {
 			return false
 		}
 	}
 	return true
 }
 
-// heldHosts lists the recorded hosts that may still be held (claimed, or a candidate whose claim may
-// have landed).
-func heldHosts(u *unstructured.Unstructured) []string {
-	slots, _ := readSlots(u)
+// Held lists the recorded hosts that may still be held (claimed, or a candidate whose claim may have
+// landed). The chain reads it also without an inventory: a deletion must not drop the finalizer then.
+func Held(u *unstructured.Unstructured) []string {
+	slots, _ := ReadSlots(u)
 	var out []string
 	for _, s := range slots {
 		if s.holds() {
@@ -125,7 +129,7 @@ func heldHosts(u *unstructured.Unstructured) []string {
 }
 
 // writeSlots puts the records into the pass's status patch when they changed.
-func writeSlots(c *framework.Cause, before, after []hostSlot) {
+func writeSlots(c *framework.Cause, before, after []Slot) {
 	if slices.Equal(before, after) {
 		return
 	}

@@ -1,17 +1,17 @@
-package handlers
+package hosts
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// hostGauges are counted from the requests' own host records at scrape time: right after a restart, no
+// gauges are counted from the requests' own host records at scrape time: right after a restart, no
 // bookkeeping on the hot path, no pool scan.
-type hostGauges struct {
+type gauges struct {
 	claimed, heldByFailed *prometheus.Desc
 }
 
-func newHostGauges() hostGauges {
-	return hostGauges{
+func newGauges() gauges {
+	return gauges{
 		claimed: prometheus.NewDesc("o2ims_hosts_claimed",
 			"Inventory hosts currently claimed by requests, from the requests' own records (no pool scan).", nil, nil),
 		heldByFailed: prometheus.NewDesc("o2ims_hosts_held_by_failed_requests",
@@ -20,21 +20,21 @@ func newHostGauges() hostGauges {
 }
 
 // Describe implements prometheus.Collector.
-func (hs *InventoryHosts) Describe(ch chan<- *prometheus.Desc) {
-	ch <- hs.gauges.claimed
-	ch <- hs.gauges.heldByFailed
+func (inv *Inventory) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inv.gauges.claimed
+	ch <- inv.gauges.heldByFailed
 }
 
 // Collect implements prometheus.Collector: one pass over the cached requests per scrape.
-func (hs *InventoryHosts) Collect(ch chan<- prometheus.Metric) {
+func (inv *Inventory) Collect(ch chan<- prometheus.Metric) {
 	claimed, failed := 0, 0
-	if hs.cache != nil {
-		if list, err := hs.cache.List(ProvisioningRequestGVR, ""); err == nil {
+	if inv.cache != nil {
+		if list, err := inv.cache.List(inv.cfg.Requests, ""); err == nil {
 			for _, u := range list {
-				isFailed := CurrentStatus(u).State == StateFailed
-				slots, _ := readSlots(u)
+				isFailed := inv.cfg.Failed != nil && inv.cfg.Failed(u)
+				slots, _ := ReadSlots(u)
 				for _, s := range slots {
-					if s.Phase == phaseClaimed {
+					if s.Phase == PhaseClaimed {
 						claimed++
 						if isFailed {
 							failed++
@@ -44,6 +44,6 @@ func (hs *InventoryHosts) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(hs.gauges.claimed, prometheus.GaugeValue, float64(claimed))
-	ch <- prometheus.MustNewConstMetric(hs.gauges.heldByFailed, prometheus.GaugeValue, float64(failed))
+	ch <- prometheus.MustNewConstMetric(inv.gauges.claimed, prometheus.GaugeValue, float64(claimed))
+	ch <- prometheus.MustNewConstMetric(inv.gauges.heldByFailed, prometheus.GaugeValue, float64(failed))
 }

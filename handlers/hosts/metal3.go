@@ -1,0 +1,257 @@
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// Labels and annotations on the Metal3 objects we create, so a Metal3 machine template can select the
+// cluster's hosts and we can tell our objects from anyone else's (with Config.OwnerAnnotation).
+const (
+	LabelCluster           = "o2ims.provisioning.oran.org/cluster"
+	LabelRole              = "o2ims.provisioning.oran.org/role"
+	LabelManagedBy         = "app.kubernetes.io/managed-by"
+	ManagedByValue         = "o2ims-operator"
+	AnnotationNetBoxDevice = "o2ims.provisioning.oran.org/netbox-device"
+)
+
+// BareMetalHost and BMC Secret names follow the host identity, never the device name.
+func bmhName(id int32) string       { return netbox.Identity(id) }
+func bmcSecretName(id int32) string { return netbox.Identity(id) + "-bmc-secret" }
+
+// notOursError: an object of our name exists and was not created for this request. We never adopt or
+// overwrite it; the request cannot use this host.
+type notOursError struct{ kind, ref string }
+
+func (e *notOursError) Error() string {
+	return fmt.Sprintf("%s %s already exists and was not created for this request; it is left alone", e.kind, e.ref)
+}
+
+// hostStepError makes a Metal3 object we must not adopt a permanent failure naming the host.
+func hostStepError(s *Slot, err error) error {
+	var notOurs *notOursError
+	if errors.As(err, &notOurs) {
+		return &framework.PermanentError{Message: fmt.Sprintf("host %s: %s", s.ID, notOurs.Error())}
+	}
+	return err
+}
+
+func (inv *Inventory) ownedByRequest(annotations map[string]string, uid string) bool {
+	return annotations[inv.cfg.OwnerAnnotation] == uid
+}
+
+// registration is what one pass saw of the claimed hosts in Metal3.
+type registration struct {
+	claimed, available int
+	waiting            []string // "netbox-<id>: what it waits for", one per host not available yet
+}
+
+// registerClaimed registers the claimed hosts with Metal3 and looks at their state.
+func (inv *Inventory) registerClaimed(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) (registration, error) {
+	var r registration
+	for i := range slots {
+		s := &slots[i]
+		if s.Surplus || s.Phase != PhaseClaimed {
+			continue
+		}
+		r.claimed++
+		ready, detail, err := inv.registered(ctx, c, s, cluster)
+		if err != nil {
+			return registration{}, err
+		}
+		if ready {
+			r.available++
+		} else {
+			r.waiting = append(r.waiting, s.ID+": "+detail)
+		}
+	}
+	return r, nil
+}
+
+// register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.
+func (inv *Inventory) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
+	if creds == nil {
+		var err error
+		if creds, err = resolveCredentials(ctx, inv.core, inv.cfg.CredentialsNamespace, dev.ID); err != nil {
+			return hostStepError(s, err)
+		}
+	}
+	if err := inv.ensureBMCSecret(ctx, c, dev.ID, creds, cluster); err != nil {
+		return hostStepError(s, err)
+	}
+	return hostStepError(s, inv.ensureBareMetalHost(ctx, c, *s, dev, cluster))
+}
+
+// registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing.
+func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (bool, string, error) {
+	id, _ := netbox.ParseIdentity(s.ID)
+	bmh, found, err := c.Cache.Get(inv.cfg.BareMetalHosts, inv.cfg.Metal3Namespace, bmhName(id))
+	if err != nil {
+		return false, "", err
+	}
+	if !found {
+		dev, err := inv.nb.GetDevice(ctx, id)
+		if err != nil {
+			return false, "", inventoryError(err)
+		}
+		return false, "registering with Metal3", inv.register(ctx, c, s, dev, cluster, nil)
+	}
+	if !inv.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
+		return false, "", hostStepError(s, &notOursError{"BareMetalHost", inv.cfg.Metal3Namespace + "/" + bmh.GetName()})
+	}
+	ready, detail := hostReady(bmh)
+	return ready, detail, nil
+}
+
+// ensureBMCSecret creates the Metal3 BMC Secret from the credentials (a live read first: Secrets are not
+// cached). An existing one of ours is kept as it is.
+func (inv *Inventory) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
+	ns, name := inv.cfg.Metal3Namespace, bmcSecretName(id)
+	secrets := inv.core.CoreV1().Secrets(ns)
+	existing, err := kube.GetSecret(ctx, c, secrets, ns, name)
+	switch {
+	case err == nil && inv.ownedByRequest(existing.Annotations, string(c.Object.GetUID())):
+		return nil
+	case err == nil:
+		return &notOursError{"Secret", ns + "/" + name}
+	case !framework.IsClass(framework.ClassifyAPIError("get", false, err), framework.ClassNotFound):
+		return framework.ClassifyAPIError("get Secret "+ns+"/"+name, false, err)
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels:      map[string]string{LabelCluster: cluster, LabelManagedBy: ManagedByValue},
+			Annotations: map[string]string{inv.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(id)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"username": creds.username, "password": creds.password},
+	}
+	_, err = secrets.Create(ctx, sec, metav1.CreateOptions{})
+	if err != nil {
+		cerr := framework.ClassifyAPIError("create Secret "+ns+"/"+name, true, err)
+		if framework.IsClass(cerr, framework.ClassConflict) {
+			return nil // the next pass reads it back and checks ownership
+		}
+		return cerr
+	}
+	c.Normal(eventCreated, fmt.Sprintf("Created BMC Secret %s/%s for host %s", ns, name, netbox.Identity(id)))
+	return nil
+}
+
+// ensureBareMetalHost creates the host's BareMetalHost, powered off and labelled for the cluster.
+func (inv *Inventory) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
+	gvr := inv.cfg.BareMetalHosts
+	ns, name := inv.cfg.Metal3Namespace, bmhName(dev.ID)
+	bmh := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "BareMetalHost",
+		"spec": map[string]any{
+			"online":         false,
+			"bootMACAddress": dev.BootMAC,
+			"bmc":            map[string]any{"address": dev.BMCAddress, "credentialsName": bmcSecretName(dev.ID)},
+		},
+	}}
+	bmh.SetName(name)
+	bmh.SetNamespace(ns)
+	bmh.SetLabels(map[string]string{LabelCluster: cluster, LabelRole: s.Role, LabelManagedBy: ManagedByValue})
+	bmh.SetAnnotations(map[string]string{inv.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
+	_, err := inv.api.Create(ctx, gvr, bmh)
+	switch {
+	case err == nil:
+		c.Normal(eventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
+		return nil
+	case framework.IsClass(err, framework.ClassConflict):
+		live, gerr := inv.api.Get(ctx, c, gvr, ns, name)
+		if gerr != nil {
+			return gerr
+		}
+		if !inv.ownedByRequest(live.GetAnnotations(), string(c.Object.GetUID())) {
+			return &notOursError{"BareMetalHost", ns + "/" + name}
+		}
+		return nil
+	default:
+		return err
+	}
+}
+
+// maxMetal3Message bounds one host's Metal3 error in a status message (several may be listed).
+const maxMetal3Message = 300
+
+// hostReady: Metal3 reports the host available (its deprecated alias "ready" too) and manageable.
+func hostReady(bmh *unstructured.Unstructured) (bool, string) {
+	state, _, _ := unstructured.NestedString(bmh.Object, "status", "provisioning", "state")
+	op, _, _ := unstructured.NestedString(bmh.Object, "status", "operationalStatus")
+	if (state == "available" || state == "ready") && op == "OK" {
+		return true, ""
+	}
+	if op == "error" {
+		errType, _, _ := unstructured.NestedString(bmh.Object, "status", "errorType")
+		msg, _, _ := unstructured.NestedString(bmh.Object, "status", "errorMessage")
+		// Metal3's text is someone else's: it may quote the BMC address (with credentials) or a token, and
+		// span lines. It reaches the status as NetBox's errors do.
+		return false, netbox.SanitizeMessage(fmt.Sprintf("%s: %s", errType, msg), maxMetal3Message)
+	}
+	if state == "" {
+		state = "not registered yet"
+	}
+	return false, state
+}
+
+// removal is one look at a host's Metal3 objects during its release.
+type removal struct {
+	// gone: our BareMetalHost and BMC Secret are both confirmed gone (live reads).
+	gone bool
+	// detail says what is under way while not gone.
+	detail string
+	// confirm asks for a prompt re-check: a deleted Secret is not watched, so nothing else would wake
+	// the request.
+	confirm bool
+}
+
+// deleteMetal3 removes our BareMetalHost, then our BMC Secret, and reports whether both are gone. Objects
+// that are not ours are never touched.
+func (inv *Inventory) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
+	uid := string(c.Object.GetUID())
+	gvr, ns := inv.cfg.BareMetalHosts, inv.cfg.Metal3Namespace
+	bmh, err := inv.api.Get(ctx, c, gvr, ns, bmhName(id))
+	switch {
+	case framework.IsClass(err, framework.ClassNotFound):
+	case err != nil:
+		return removal{}, err
+	case inv.ownedByRequest(bmh.GetAnnotations(), uid):
+		if bmh.GetDeletionTimestamp() == nil {
+			if err := inv.api.Delete(ctx, gvr, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+				return removal{}, err
+			}
+			c.Normal(eventDeleted, fmt.Sprintf("Deleted BareMetalHost %s/%s", ns, bmh.GetName()))
+		}
+		// Metal3 deprovisions and powers off before the object goes (its removal wakes us through the
+		// BareMetalHost watch); the Secret stays until then, as Metal3 needs the credentials to do it.
+		return removal{detail: fmt.Sprintf("%s: BareMetalHost being removed", netbox.Identity(id))}, nil
+	}
+	secrets := inv.core.CoreV1().Secrets(ns)
+	sec, err := kube.GetSecret(ctx, c, secrets, ns, bmcSecretName(id))
+	switch cerr := framework.ClassifyAPIError("get Secret "+ns+"/"+bmcSecretName(id), false, err); {
+	case err == nil && inv.ownedByRequest(sec.Annotations, uid):
+		pre := metav1.Preconditions{UID: &sec.UID}
+		if err := secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &pre}); err != nil {
+			if cerr := framework.ClassifyAPIError("delete Secret "+ns+"/"+sec.Name, true, err); !framework.IsClass(cerr, framework.ClassNotFound) {
+				return removal{}, cerr
+			}
+		}
+		c.Normal(eventDeleted, fmt.Sprintf("Deleted BMC Secret %s/%s", ns, sec.Name))
+		return removal{detail: fmt.Sprintf("%s: BMC Secret being removed", netbox.Identity(id)), confirm: true}, nil
+	case err == nil, framework.IsClass(cerr, framework.ClassNotFound):
+		return removal{gone: true}, nil
+	default:
+		return removal{}, cerr
+	}
+}

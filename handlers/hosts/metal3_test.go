@@ -1,0 +1,26 @@
+package hosts
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Metal3's errorMessage is someone else's text: one line, no BMC address or credentials, no token, bounded.
+func TestMetal3ErrorMessageIsSanitised(t *testing.T) {
+	bmh := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+		"operationalStatus": "error", "errorType": "registration error",
+		"errorMessage": "Failed to get power state for https://admin:hunter2@10.0.0.9/redfish/v1/Systems/1\n" +
+			"Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789 " + strings.Repeat("x", 2000),
+	}}}
+	ready, detail := hostReady(bmh)
+	assert.False(t, ready)
+	assert.NotContains(t, detail, "hunter2")
+	assert.NotContains(t, detail, "10.0.0.9")
+	assert.NotContains(t, detail, "abcdefghijklmnopqrstuvwxyz0123456789")
+	assert.NotContains(t, detail, "\n")
+	assert.LessOrEqual(t, len([]rune(detail)), maxMetal3Message)
+	assert.True(t, strings.HasPrefix(detail, "registration error: Failed to get power state"), detail)
+}

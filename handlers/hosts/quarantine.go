@@ -1,0 +1,46 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// setAside takes a candidate with a deterministic defect (BMC data, credentials) out of the choice:
+// quarantined when it is free; when it still carries our uid (half-reset), our uid is cleared first (a
+// quarantine never touches an owned device), so it is free for the next pass to quarantine or for someone
+// to fix.
+func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string,
+	reason netbox.QuarantineReason, msg string) error {
+	if dev.OwnedBy(uid) {
+		if _, err := inv.nb.Release(ctx, dev.ID, uid); err != nil {
+			return inventoryError(err)
+		}
+		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
+			zap.String("host", s.ID), zap.String("reason", string(reason)))
+		s.forget()
+		return nil
+	}
+	return inv.quarantine(ctx, c, s, dev, reason, msg)
+}
+
+// quarantine marks a free device failed with its reason, conditionally on the read it was judged by.
+func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
+	reason netbox.QuarantineReason, msg string) error {
+	switch err := inv.nb.Quarantine(ctx, dev, reason, msg); {
+	case err == nil:
+		// Only a committed quarantine is announced.
+		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
+	case netbox.IsKind(err, netbox.KindPrecondition):
+		// The device changed since our read (412): whoever changed it decides; not quarantined by us.
+		c.Logger.Info("candidate changed before its quarantine; choosing again", zap.String("host", s.ID))
+	default:
+		return inventoryError(err)
+	}
+	s.forget()
+	return nil
+}

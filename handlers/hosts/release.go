@@ -1,0 +1,96 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// Released is one observation of a request's release.
+type Released struct {
+	// Done: every host is back in the pool and nothing of ours is left in Metal3.
+	Done bool
+	// Message says what is still under way.
+	Message string
+	// Soon asks for the next pass right after this one's writes land (a checkpoint was recorded, or a
+	// deletion needs confirming, and nothing else will wake the request).
+	Soon bool
+}
+
+// Release undoes the hosts in reverse: our BareMetalHost and BMC Secret first (confirmed gone), a
+// checkpoint on the request, then the device back to the pool. Nothing is ever done to a device or an
+// object that is not this request's.
+func (inv *Inventory) Release(ctx context.Context, c *framework.Cause) (Released, error) {
+	slots, err := ReadSlots(c.Object)
+	if err != nil {
+		return Released{}, fmt.Errorf("reading host records: %w", err)
+	}
+	before := slices.Clone(slots)
+	defer func() { writeSlots(c, before, slots) }()
+	p, err := inv.releaseSlots(ctx, c, slots, func(Slot) bool { return true })
+	if err != nil {
+		return Released{}, err
+	}
+	if len(p.pending) > 0 {
+		return Released{Message: strings.Join(p.pending, "; "), Soon: p.soon}, nil
+	}
+	return Released{Done: true}, nil
+}
+
+// releaseProgress is one release step over several slots: what is still under way, and whether the next
+// pass should follow promptly.
+type releaseProgress struct {
+	pending []string
+	soon    bool
+}
+
+// releaseSlots moves every selected slot one release step on, from the last slot to the first: our
+// Metal3 objects gone (checkpoint PhaseMetal3Released, in a pass of its own), then the device back to the
+// pool (PhaseReleased).
+func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slots []Slot, selected func(Slot) bool) (releaseProgress, error) {
+	uid := string(c.Object.GetUID())
+	var p releaseProgress
+	for i := len(slots) - 1; i >= 0; i-- {
+		s := &slots[i]
+		if !selected(*s) || !s.holds() {
+			continue
+		}
+		id, err := netbox.ParseIdentity(s.ID)
+		if err != nil {
+			s.Phase = PhaseReleased
+			continue
+		}
+		switch s.Phase {
+		case PhaseCandidate, PhaseClaimed:
+			r, err := inv.deleteMetal3(ctx, c, id)
+			if err != nil {
+				return releaseProgress{}, err
+			}
+			if r.gone {
+				// The checkpoint lands before NetBox hears of it, in a pass of its own.
+				s.Phase = PhaseMetal3Released
+				r.detail, r.confirm = s.ID+": removed from Metal3", true
+			}
+			p.soon = p.soon || r.confirm
+			p.pending = append(p.pending, r.detail)
+		case PhaseMetal3Released:
+			res, err := inv.nb.Release(ctx, id, uid)
+			if err != nil {
+				return releaseProgress{}, inventoryError(err)
+			}
+			s.Phase = PhaseReleased
+			if res == netbox.Released {
+				c.Normal(EventHostFreed, fmt.Sprintf("Released host %s back to the pool", s.ID))
+			}
+		default:
+			// An unknown phase (someone's edit) is released from the start: every step is idempotent.
+			s.Phase = PhaseClaimed
+			p.pending, p.soon = append(p.pending, s.ID+": releasing"), true
+		}
+	}
+	return p, nil
+}
