@@ -53,6 +53,10 @@ func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/"
 // and fuzzed without a cluster and reused by both sides (the NBI validates with handlers/spec).
 var leaves = []string{"framework/kopf", "handlers/spec", "nbi/query", "netbox/selector"}
 
+// hostsMayUse are the chain's packages the host step (handlers/hosts) may import: the parser of the spec
+// it serves and the live API access it shares with the chain.
+var hostsMayUse = []string{"handlers/spec", "handlers/kube"}
+
 // alone import nothing of ours either: the leaves, and the NetBox simulator, which shares no code with the
 // client it answers (both sides agreeing by construction would hide a wire bug).
 var alone = append([]string{"netbox/netboxsim"}, leaves...)
@@ -81,6 +85,12 @@ func importViolations(pkgs []goPackage) []string {
 				flag(p, imp, "netbox is the inventory client only: it knows no framework, chain or NBI")
 			case under(me, "handlers") && ours && under(them, "nbi"):
 				flag(p, imp, "the chain never depends on the northbound API")
+			case me == "handlers" && ours && under(them, "netbox"):
+				flag(p, imp, "the chain reaches the inventory only through its host step (handlers/hosts)")
+			case under(me, "handlers/hosts") && ours && under(them, "handlers") && !under(them, "handlers/hosts") && !slices.Contains(hostsMayUse, them):
+				flag(p, imp, "the host step knows the chain only as the interface it implements (the arrow runs handlers → handlers/hosts)")
+			case under(me, "handlers/kube") && ours && !under(them, "framework"):
+				flag(p, imp, "handlers/kube is API access only: it knows no chain, host step or inventory")
 			case under(me, "handlers") && imp == "k8s.io/client-go/util/workqueue":
 				flag(p, imp, "handlers never touch the workqueue (the framework owns it)")
 			case under(me, "nbi") && ours && under(them, "framework"):
@@ -183,7 +193,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The rules name these; if one moved, the rules would silently pass over it.
-	for _, want := range append([]string{"framework", "handlers", "nbi", "netbox"}, alone...) {
+	for _, want := range append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox"}, alone...) {
 		require.True(t, seen[want], "package %s is gone: update docs/architecture.md and arch_test.go", want)
 	}
 
@@ -213,6 +223,12 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "netbox/selector", imports: []string{m("netbox")}},
 			{pkg: "handlers", imports: []string{m("nbi")}},
 			{pkg: "handlers", imports: []string{"k8s.io/client-go/util/workqueue"}},
+			{pkg: "handlers", imports: []string{m("netbox")}},
+			{pkg: "handlers/hosts", imports: []string{m("handlers")}},
+			{pkg: "handlers/hosts", imports: []string{m("nbi")}},
+			{pkg: "handlers/hosts", imports: []string{"k8s.io/client-go/util/workqueue"}},
+			{pkg: "handlers/kube", imports: []string{m("handlers")}},
+			{pkg: "handlers/kube", imports: []string{m("netbox")}},
 			{pkg: "nbi", imports: []string{m("handlers")}},
 			{pkg: "nbi/inventory", imports: []string{m("framework")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
@@ -223,7 +239,9 @@ func TestImportBoundaries(t *testing.T) {
 		// What the design allows stays allowed.
 		assert.Empty(t, importViolations([]goPackage{
 			{ImportPath: m("nbi"), Imports: []string{m("handlers/spec"), m("nbi/query"), m("netbox")}},
-			{ImportPath: m("handlers"), Imports: []string{m("framework"), m("handlers/spec"), m("netbox")}},
+			{ImportPath: m("handlers"), Imports: []string{m("framework"), m("handlers/spec"), m("handlers/hosts"), m("handlers/kube")}},
+			{ImportPath: m("handlers/hosts"), Imports: []string{m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
+			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
 			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), "k8s.io/client-go/util/workqueue"}},
 			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
 			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("netbox")}},
@@ -238,8 +256,10 @@ func f(ctx any) {
 }
 `
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "f.go"), []byte(src), 0o600))
-		got, err := patchViolations([]goPackage{{ImportPath: m("handlers"), Dir: dir, GoFiles: []string{"f.go"}}})
-		require.NoError(t, err)
-		assert.Len(t, got, 2, "the Patch call and the patch type: %v", got)
+		for _, pkg := range []string{"handlers", "handlers/hosts"} {
+			got, err := patchViolations([]goPackage{{ImportPath: m(pkg), Dir: dir, GoFiles: []string{"f.go"}}})
+			require.NoError(t, err)
+			assert.Len(t, got, 2, "%s: the Patch call and the patch type: %v", pkg, got)
+		}
 	})
 }
