@@ -121,7 +121,7 @@ func TestTimeoutLooksAheadOnTheClock(t *testing.T) {
 	res := c.sync(context.Background(), key)
 	assert.Equal(t, 3, runs)
 	assert.Equal(t, passResult{}, res, "75s would pass the 60s timeout: failed now, not after waiting")
-	hs := c.objects[key].handlers
+	hs := c.objects[key].own.handlers
 	assert.Empty(t, hs, "the cause is done (failed) and forgotten")
 }
 
@@ -159,7 +159,7 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	key := c.putHandled(t, "w5")
 	c.mu.Lock()
 	st := c.stateLocked(key, "uid-w5")
-	st.initial = true
+	st.shared.initial = true
 	c.mu.Unlock()
 	written := widget("unit", "w5", nil)
 	written.SetUID("uid-w5")
@@ -181,7 +181,7 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	// Had the echo never come, the pass would proceed after the freshness timeout.
 	c.wrote(key, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "w5", "uid": "uid-w5", "resourceVersion": "99"}}})
 	c.mu.Lock()
-	c.objects[key].initial = true
+	c.objects[key].shared.initial = true
 	c.mu.Unlock()
 	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
 	clk.Step(c.op.opts.FreshnessTimeout)
