@@ -188,3 +188,39 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	c.sync(context.Background(), key)
 	assert.Equal(t, 2, runs)
 }
+
+func TestAgainRunsTheHandlerOnceItsOwnWritesAreVisible(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	var seen []string
+	c := unitController(t, clk, func(w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, cause *Cause) error {
+			step, _, _ := unstructured.NestedString(cause.Object.Object, "status", "step")
+			seen = append(seen, step)
+			if step == "" {
+				cause.Patch.SetStatus("recorded", "step")
+				return Again("recorded; claiming next")
+			}
+			return nil
+		})
+	})
+	key := c.putNew(t, "w6")
+	assert.Equal(t, passResult{after: againDelay}, c.sync(context.Background(), key), "again right away, not after 60 s")
+	require.Equal(t, []string{""}, seen)
+
+	// The status write's echo has not reached the cache: the next pass waits for it instead of running on
+	// the state from before the write.
+	written := widget("unit", "w6", map[string]any{"a": "b"})
+	written.SetUID("uid-w6")
+	written.SetResourceVersion("7")
+	written.SetFinalizers([]string{testFinalizer})
+	written.Object["status"] = map[string]any{"step": "recorded"}
+	c.wrote(key, written)
+	clk.Step(againDelay)
+	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
+	assert.Len(t, seen, 1, "not run on a cache older than its own write")
+
+	require.NoError(t, c.informer.GetIndexer().Update(written))
+	assert.True(t, c.observe(key, written), "the echo wakes the parked pass")
+	c.sync(context.Background(), key)
+	assert.Equal(t, []string{"", "recorded"}, seen, "the second run sees what the first wrote")
+}

@@ -17,8 +17,13 @@ import (
 // cluster, a host) or hit a failure that time will fix.
 type TemporaryError struct {
 	Message string
-	Delay   time.Duration
-	Err     error
+	// Delay until the next pass; zero means kopf's default of 60 s. Ignored when Again is set.
+	Delay time.Duration
+	// Again asks for the next pass as soon as this pass's own writes are visible: the handler wrote
+	// what its next step reads (a claim record, a status). The freshness gate holds that pass until the
+	// cache has caught up, so it never decides on the state from before the writes.
+	Again bool
+	Err   error
 }
 
 func (e *TemporaryError) Error() string {
@@ -57,6 +62,11 @@ func Temporary(delay time.Duration, format string, args ...any) error {
 	return &TemporaryError{Message: fmt.Sprintf(format, args...), Delay: delay}
 }
 
+// Again builds a TemporaryError that asks for the next pass as soon as this pass's writes are visible.
+func Again(format string, args ...any) error {
+	return &TemporaryError{Message: fmt.Sprintf(format, args...), Again: true}
+}
+
 // Permanent builds a PermanentError.
 func Permanent(format string, args ...any) error {
 	return &PermanentError{Message: fmt.Sprintf(format, args...)}
@@ -82,6 +92,10 @@ type outcome struct {
 // defaultTemporaryDelay is kopf's default for a TemporaryError without a delay.
 const defaultTemporaryDelay = 60 * time.Second
 
+// againDelay is the delay of Again. The freshness gate does the waiting for the writes; this only keeps a
+// handler that asks again without having written anything from spinning its worker.
+const againDelay = time.Millisecond
+
 func classify(err error) outcome {
 	if err == nil {
 		return outcome{kind: outcomeSuccess}
@@ -93,7 +107,9 @@ func classify(err error) outcome {
 	var temp *TemporaryError
 	if errors.As(err, &temp) {
 		d := temp.Delay
-		if d <= 0 {
+		if temp.Again {
+			d = againDelay
+		} else if d <= 0 {
 			d = defaultTemporaryDelay
 		}
 		return outcome{kind: outcomeTemporary, delay: d, message: err.Error(), err: err}
