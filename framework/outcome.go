@@ -63,8 +63,8 @@ func Temporary(delay time.Duration, format string, args ...any) error {
 }
 
 // Again builds a TemporaryError that asks for the next pass as soon as this pass's writes are visible.
-func Again(format string, args ...any) error {
-	return &TemporaryError{Message: fmt.Sprintf(format, args...), Again: true}
+func Again(message string) error {
+	return &TemporaryError{Message: message, Again: true}
 }
 
 // Permanent builds a PermanentError.

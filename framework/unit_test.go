@@ -250,7 +250,7 @@ func TestOutcomes(t *testing.T) {
 	assert.ErrorIs(t, &TemporaryError{Err: io.EOF}, io.EOF)
 	assert.Equal(t, outcomeError, classify(io.EOF).kind)
 
-	again := classify(fmt.Errorf("wrapped: %w", Again("claiming %d hosts", 2)))
+	again := classify(fmt.Errorf("wrapped: %w", Again("claiming 2 hosts")))
 	assert.Equal(t, outcomeTemporary, again.kind, "Again is a temporary outcome (same metrics, same record)")
 	assert.Equal(t, againDelay, again.delay, "not kopf's 60 s default")
 	assert.Equal(t, "wrapped: claiming 2 hosts", again.message)
