@@ -138,6 +138,13 @@ func patchViolations(pkgs []goPackage) ([]string, error) {
 						bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
 							fset.Position(n.Pos()), n.Sel.Name))
 					}
+				case *ast.AssignStmt:
+					for _, lhs := range n.Lhs {
+						if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Delay" {
+							bad = append(bad, fmt.Sprintf("%s: sets an error's Delay: handlers return an outcome (framework.Again, Temporary), the framework steers the queue",
+								fset.Position(n.Pos())))
+						}
+					}
 				case *ast.CallExpr:
 					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
 						bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
@@ -203,7 +210,7 @@ func TestImportBoundaries(t *testing.T) {
 	patches, err := patchViolations(pkgs)
 	require.NoError(t, err)
 	if len(patches) > 0 {
-		t.Errorf("the chain sends patches itself:\n%s", strings.Join(patches, "\n"))
+		t.Errorf("the chain does the framework's work itself (patches, queue delays):\n%s", strings.Join(patches, "\n"))
 	}
 
 	t.Run("each rule catches its arrow", func(t *testing.T) {

@@ -121,7 +121,7 @@ func TestTimeoutLooksAheadOnTheClock(t *testing.T) {
 	res := c.sync(context.Background(), key)
 	assert.Equal(t, 3, runs)
 	assert.Equal(t, passResult{}, res, "75s would pass the 60s timeout: failed now, not after waiting")
-	hs := c.objects[key].handlers
+	hs := c.objects[key].own.handlers
 	assert.Empty(t, hs, "the cause is done (failed) and forgotten")
 }
 
@@ -159,7 +159,7 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	key := c.putHandled(t, "w5")
 	c.mu.Lock()
 	st := c.stateLocked(key, "uid-w5")
-	st.initial = true
+	st.shared.initial = true
 	c.mu.Unlock()
 	written := widget("unit", "w5", nil)
 	written.SetUID("uid-w5")
@@ -181,10 +181,46 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	// Had the echo never come, the pass would proceed after the freshness timeout.
 	c.wrote(key, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "w5", "uid": "uid-w5", "resourceVersion": "99"}}})
 	c.mu.Lock()
-	c.objects[key].initial = true
+	c.objects[key].shared.initial = true
 	c.mu.Unlock()
 	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
 	clk.Step(c.op.opts.FreshnessTimeout)
 	c.sync(context.Background(), key)
 	assert.Equal(t, 2, runs)
+}
+
+func TestAgainRunsTheHandlerOnceItsOwnWritesAreVisible(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	var seen []string
+	c := unitController(t, clk, func(w *Watch) {
+		w.OnCreate("create_fn", func(_ context.Context, cause *Cause) error {
+			step, _, _ := unstructured.NestedString(cause.Object.Object, "status", "step")
+			seen = append(seen, step)
+			if step == "" {
+				cause.Patch.SetStatus("recorded", "step")
+				return Again("recorded; claiming next")
+			}
+			return nil
+		})
+	})
+	key := c.putNew(t, "w6")
+	assert.Equal(t, passResult{after: againDelay}, c.sync(context.Background(), key), "again right away, not after 60 s")
+	require.Equal(t, []string{""}, seen)
+
+	// The status write's echo has not reached the cache: the next pass waits for it instead of running on
+	// the state from before the write.
+	written := widget("unit", "w6", map[string]any{"a": "b"})
+	written.SetUID("uid-w6")
+	written.SetResourceVersion("7")
+	written.SetFinalizers([]string{testFinalizer})
+	written.Object["status"] = map[string]any{"step": "recorded"}
+	c.wrote(key, written)
+	clk.Step(againDelay)
+	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
+	assert.Len(t, seen, 1, "not run on a cache older than its own write")
+
+	require.NoError(t, c.informer.GetIndexer().Update(written))
+	assert.True(t, c.observe(key, written), "the echo wakes the parked pass")
+	c.sync(context.Background(), key)
+	assert.Equal(t, []string{"", "recorded"}, seen, "the second run sees what the first wrote")
 }

@@ -36,7 +36,15 @@ type controller struct {
 
 // objectState is what the process remembers about one object between passes. Losing it (a restart) is
 // safe: it only avoids redundant passes and writes; everything that must survive is on the object.
+// It has two owners, kept apart so each field's locking rule is visible where it is used.
 type objectState struct {
+	shared sharedState // under controller.mu
+	own    workerState // owned by the worker running the object's pass; no lock
+}
+
+// sharedState is written by the informer's event handlers as well as by passes: every access holds
+// controller.mu.
+type sharedState struct {
 	uid types.UID
 	// initial: seen in the initial listing and not yet fully handled once (kopf's resume rule).
 	initial bool
@@ -49,7 +57,11 @@ type objectState struct {
 	parked    bool
 	// changedAt is the last external change (of the object or a related one); it wakes delayed handlers.
 	changedAt time.Time
+}
 
+// workerState is touched only by the pass over the object. The queue never hands one key to two
+// workers, so one pass at a time owns it and needs no lock.
+type workerState struct {
 	cause      Reason
 	handlers   map[string]*handlerState
 	delaySetAt map[string]time.Time
@@ -60,12 +72,6 @@ type objectState struct {
 	// baseRaw/base cache the parsed diff-base while its annotation is unchanged.
 	baseRaw string
 	base    map[string]any
-}
-
-type timerState struct {
-	due     time.Time
-	stopped bool
-	retries int
 }
 
 func newController(op *Operator, w *Watch, informer cache.SharedIndexInformer) *controller {
@@ -100,7 +106,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.mu.Lock()
-			st := c.stateLocked(key, u.GetUID())
+			st := &c.stateLocked(key, u.GetUID()).shared
 			if isInInitialList {
 				st.initial = true
 			}
@@ -134,7 +140,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 func (c *controller) observe(key string, u *unstructured.Unstructured) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.stateLocked(key, u.GetUID())
+	st := &c.stateLocked(key, u.GetUID()).shared
 	rv := u.GetResourceVersion()
 	if _, own := st.ownRVs[rv]; own {
 		delete(st.ownRVs, rv)
@@ -164,16 +170,18 @@ func (c *controller) keyOf(obj any) (string, *unstructured.Unstructured) {
 // under the same name). c.mu must be held.
 func (c *controller) stateLocked(key string, uid types.UID) *objectState {
 	st := c.objects[key]
-	if st == nil || (uid != "" && st.uid != "" && st.uid != uid) {
+	if st == nil || (uid != "" && st.shared.uid != "" && st.shared.uid != uid) {
 		st = &objectState{
-			uid: uid, ownRVs: map[string]struct{}{}, handlers: map[string]*handlerState{},
-			delaySetAt: map[string]time.Time{}, lastRetry: map[string]string{},
-			timers: map[string]*timerState{}, warned: map[string]bool{},
+			shared: sharedState{uid: uid, ownRVs: map[string]struct{}{}},
+			own: workerState{
+				handlers: map[string]*handlerState{}, delaySetAt: map[string]time.Time{}, lastRetry: map[string]string{},
+				timers: map[string]*timerState{}, warned: map[string]bool{},
+			},
 		}
 		c.objects[key] = st
 	}
-	if st.uid == "" {
-		st.uid = uid
+	if st.shared.uid == "" {
+		st.shared.uid = uid
 	}
 	return st
 }
@@ -188,7 +196,7 @@ func (c *controller) forget(key string) {
 func (c *controller) wake(key string) {
 	c.mu.Lock()
 	if st, ok := c.objects[key]; ok {
-		st.changedAt = c.op.opts.Clock.Now()
+		st.shared.changedAt = c.op.opts.Clock.Now()
 	}
 	c.mu.Unlock()
 	c.queue.Add(key)
@@ -209,12 +217,36 @@ func (c *controller) wrote(key string, u *unstructured.Unstructured) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := c.stateLocked(key, u.GetUID())
+	st := &c.stateLocked(key, u.GetUID()).shared
 	if cachedRV != "" && rvReached(cachedRV, rv) {
 		return
 	}
 	st.ownRVs[rv] = struct{}{}
 	st.waitRV, st.waitSince = rv, c.op.opts.Clock.Now()
+}
+
+// fresh is the freshness gate: a pass must not decide on a cache older than our own last write to the
+// object. While it is older, fresh answers false and the key is parked until the echo arrives (observe
+// wakes it) or FreshnessTimeout passes.
+func (c *controller) fresh(key string, cached *unstructured.Unstructured, now time.Time, log *zap.Logger) (*objectState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stateLocked(key, cached.GetUID())
+	sh := &st.shared
+	if sh.waitRV == "" {
+		return st, true
+	}
+	switch {
+	case rvReached(cached.GetResourceVersion(), sh.waitRV):
+		sh.waitRV, sh.parked = "", false
+	case now.Sub(sh.waitSince) < c.op.opts.FreshnessTimeout:
+		sh.parked = true
+		return st, false
+	default:
+		log.Warn("own write never appeared in the cache; proceeding", zap.String("resourceVersion", sh.waitRV))
+		sh.waitRV, sh.parked = "", false
+	}
+	return st, true
 }
 
 // rvReached compares resourceVersions. They are opaque by contract but etcd-backed servers issue

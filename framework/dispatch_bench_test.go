@@ -65,7 +65,7 @@ func benchmarkDispatch(b *testing.B, resume bool) {
 		key := keys[i%len(keys)]
 		if resume {
 			c.mu.Lock()
-			c.stateLocked(key, "uid").initial = true
+			c.stateLocked(key, "uid").shared.initial = true
 			c.mu.Unlock()
 		}
 		c.queue.Add(key)

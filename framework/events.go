@@ -14,6 +14,47 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
+// Event reasons the framework posts.
+const (
+	EventHandlerSucceeded = "HandlerSucceeded"
+	EventHandlerRetrying  = "HandlerRetrying"
+	EventHandlerFailed    = "HandlerFailed"
+	EventStateUnreadable  = "StateUnreadable"
+)
+
+// post queues an event about the pass's object for the end of the pass (the worker owns the key, so the
+// queue needs no lock).
+func (p *pass) post(eventType, reason, message string) {
+	p.own.events = append(p.own.events, pendingEvent{eventType, reason, message})
+}
+
+// postEvents queues the events a handler posted through its Cause.
+func (p *pass) postEvents(events []pendingEvent) {
+	p.own.events = append(p.own.events, events...)
+}
+
+// warnOnce logs a problem with what is stored on the object every time and posts it as an event once.
+func (p *pass) warnOnce(what, message string) {
+	p.log.Warn(message)
+	if !p.own.warned[what] {
+		p.own.warned[what] = true
+		p.post(corev1.EventTypeWarning, EventStateUnreadable, message)
+	}
+}
+
+// flushEvents hands the pass's queued events to the recorder, after the pass's writes. This is the one
+// place a pass meets the recorder.
+func (p *pass) flushEvents() {
+	events := p.own.events
+	p.own.events = nil
+	if p.c.op.events == nil {
+		return
+	}
+	for _, e := range events {
+		p.c.op.events.post(p.cached, e.eventType, e.reason, e.message)
+	}
+}
+
 // maxEventMessage is kopf's (and the API server's practical) bound on an event message.
 const maxEventMessage = 1024
 

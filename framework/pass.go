@@ -8,11 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
@@ -37,16 +33,30 @@ func soonest(a, b time.Duration) time.Duration {
 	}
 }
 
-// Event reasons the framework posts.
-const (
-	EventHandlerSucceeded = "HandlerSucceeded"
-	EventHandlerRetrying  = "HandlerRetrying"
-	EventHandlerFailed    = "HandlerFailed"
-	EventStateUnreadable  = "StateUnreadable"
-)
+// pass is one run over one object: decide the cause, run at most one handler (plus due timers once the
+// cause is done), apply at most one status and one object patch, and say when to come back. It carries
+// what every step of the run needs; the steps are its methods, in the files named after their concern
+// (progress.go, patch.go, events.go, outcome.go, timers.go).
+type pass struct {
+	c      *controller
+	ctx    context.Context
+	key    string
+	cached *unstructured.Unstructured // the informer's object: never modified (events refer to it)
+	obj    *unstructured.Unstructured // the pass's own copy; handlers get copies of it
+	patch  *Patch
+	st     *objectState // st.shared only under c.mu
+	own    *workerState // &st.own: this pass's alone
+	now    time.Time    // the operator's clock, read once: every decision of the pass uses the same instant
+	log    *zap.Logger
 
-// sync is one pass over one object: decide the cause, run at most one handler (plus due timers once the
-// cause is done), apply at most one status and one object patch, and say when to come back.
+	// The cause being handled: why, the essence now and the diff-base it is compared with (both nil for
+	// a deletion), and whether the object came with the initial listing (kopf's resume rule).
+	reason    Reason
+	ess, base map[string]any
+	initial   bool
+}
+
+// sync runs one pass over the object behind key, once the cache holds our own last write to it.
 func (c *controller) sync(ctx context.Context, key string) passResult {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(key)
 	if err != nil || !exists {
@@ -59,81 +69,81 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 	}
 	now := c.op.opts.Clock.Now()
 	log := c.log.With(zap.String("object", key))
-
-	c.mu.Lock()
-	st := c.stateLocked(key, cached.GetUID())
-	if st.waitRV != "" {
-		switch {
-		case rvReached(cached.GetResourceVersion(), st.waitRV):
-			st.waitRV, st.parked = "", false
-		case now.Sub(st.waitSince) < c.op.opts.FreshnessTimeout:
-			// Our own last write has not reached the cache: acting now would decide on a stale object.
-			st.parked = true
-			c.mu.Unlock()
-			return passResult{after: c.op.opts.FreshnessTimeout}
-		default:
-			log.Warn("own write never appeared in the cache; proceeding", zap.String("resourceVersion", st.waitRV))
-			st.waitRV, st.parked = "", false
-		}
+	st, fresh := c.fresh(key, cached, now, log)
+	if !fresh {
+		// Our own last write has not reached the cache: acting now would decide on a stale object.
+		return passResult{after: c.op.opts.FreshnessTimeout}
 	}
-	c.mu.Unlock()
-
-	u := cached.DeepCopy()
+	p := &pass{c: c, ctx: ctx, key: key, cached: cached, obj: cached.DeepCopy(), patch: newPatch(),
+		st: st, own: &st.own, now: now, log: log}
 	// Events describe the pass's outcome, so they are posted after its writes.
-	defer c.flushEvents(cached, st)
-	p := newPatch()
-	w := c.w
-	hasFinalizer := slices.Contains(u.GetFinalizers(), w.finalizer)
+	defer p.flushEvents()
+	return p.run()
+}
 
-	if u.GetDeletionTimestamp() != nil {
-		if !hasFinalizer || w.finalizer == "" {
+// run decides the cause and handles it.
+func (p *pass) run() passResult {
+	w := p.c.w
+	if p.obj.GetDeletionTimestamp() != nil {
+		if !p.hasFinalizer() || w.finalizer == "" {
 			// Being deleted and nothing of ours holds it: kopf's "free" cause, nothing to do.
-			c.forget(key)
+			p.c.forget(p.key)
 			return passResult{}
 		}
-		return c.handleCause(ctx, key, u, p, st, ReasonDelete, nil, nil, false, now, log)
+		return p.handleCause(ReasonDelete)
+	}
+	if res, ended := p.ensureFinalizer(); ended {
+		return res
 	}
 
-	if w.needsFinalizer() && !hasFinalizer {
-		// Added in a pass of its own, before any handler runs, so nothing a handler creates can outlive
-		// the object unnoticed.
-		p.finalizers = append(append([]string{}, u.GetFinalizers()...), w.finalizer)
-		if res, ok := c.apply(ctx, key, u, p, log); !ok {
-			return res
-		}
-		return passResult{now: true}
-	}
-	if !w.needsFinalizer() && hasFinalizer && w.finalizer != "" {
-		p.finalizers = removeString(u.GetFinalizers(), w.finalizer)
-	}
-
-	base, hasBase, err := c.diffBase(u, st)
+	base, hasBase, err := p.diffBase()
 	if err != nil {
 		// Someone wrote something unreadable: it must not crash or block the object. Treat it as absent
 		// (create handlers are idempotent), say so once, and the next completion overwrites it.
-		c.warnOnce(u, st, "diffbase", fmt.Sprintf("Ignoring an unreadable diff-base: %v", err), log)
+		p.warnOnce("diffbase", fmt.Sprintf("Ignoring an unreadable diff-base: %v", err))
 		hasBase = false
 	}
-	ess := essence(u, c.namer.Prefix)
-	c.mu.Lock()
-	initial := st.initial
-	c.mu.Unlock()
+	p.ess, p.base = essence(p.obj, p.c.namer.Prefix), base
+	p.c.mu.Lock()
+	p.initial = p.st.shared.initial
+	p.c.mu.Unlock()
 	switch {
 	case !hasBase:
-		return c.handleCause(ctx, key, u, p, st, ReasonCreate, ess, nil, initial, now, log)
-	case !kopf.SameEssence(ess, base):
-		return c.handleCause(ctx, key, u, p, st, ReasonUpdate, ess, base, initial, now, log)
-	case initial:
-		return c.handleCause(ctx, key, u, p, st, ReasonResume, ess, base, initial, now, log)
+		return p.handleCause(ReasonCreate)
+	case !kopf.SameEssence(p.ess, p.base):
+		return p.handleCause(ReasonUpdate)
+	case p.initial:
+		return p.handleCause(ReasonResume)
 	default:
-		return c.finishPass(ctx, key, u, p, st, passResult{}, now, log)
+		return p.finish(passResult{})
 	}
+}
+
+func (p *pass) hasFinalizer() bool { return slices.Contains(p.obj.GetFinalizers(), p.c.w.finalizer) }
+
+// ensureFinalizer makes the object's finalizer what the watch needs. Adding it is a pass of its own, before
+// any handler runs, so nothing a handler creates can outlive the object unnoticed: then ended is true and
+// res says when to come back. Removing it (the watch has no delete handler) rides along this pass's patch.
+func (p *pass) ensureFinalizer() (res passResult, ended bool) {
+	w := p.c.w
+	switch has := p.hasFinalizer(); {
+	case w.needsFinalizer() && !has:
+		p.patch.finalizers = append(append([]string{}, p.obj.GetFinalizers()...), w.finalizer)
+		if res, ok := p.apply(); !ok {
+			return res, true
+		}
+		return passResult{now: true}, true
+	case !w.needsFinalizer() && has && w.finalizer != "":
+		p.patch.finalizers = removeString(p.obj.GetFinalizers(), w.finalizer)
+	}
+	return passResult{}, false
 }
 
 // diffBase returns the stored diff-base with our own annotations cleared, parsing it only when its
 // annotation changed since the last pass.
-func (c *controller) diffBase(u *unstructured.Unstructured, st *objectState) (map[string]any, bool, error) {
-	ann := u.GetAnnotations()
+func (p *pass) diffBase() (map[string]any, bool, error) {
+	c, own := p.c, p.own
+	ann := p.obj.GetAnnotations()
 	raw := ""
 	for _, k := range c.keys.Keys(kopf.DiffBaseName) {
 		if v, ok := ann[k]; ok {
@@ -141,16 +151,16 @@ func (c *controller) diffBase(u *unstructured.Unstructured, st *objectState) (ma
 			break
 		}
 	}
-	if raw != "" && raw == st.baseRaw && st.base != nil {
-		return st.base, true, nil
+	if raw != "" && raw == own.baseRaw && own.base != nil {
+		return own.base, true, nil
 	}
-	base, has, err := fetchDiffBase(u, c.keys.Keys(kopf.DiffBaseName))
+	base, has, err := fetchDiffBase(p.obj, c.keys.Keys(kopf.DiffBaseName))
 	if err != nil || !has {
-		st.baseRaw, st.base = "", nil
+		own.baseRaw, own.base = "", nil
 		return nil, has, err
 	}
 	base = kopf.ClearOwn(base, c.namer.Prefix)
-	st.baseRaw, st.base = raw, base
+	own.baseRaw, own.base = raw, base
 	return base, true, nil
 }
 
@@ -172,169 +182,119 @@ func (c *controller) handlersFor(reason Reason, initial bool) []*handlerSpec {
 	return hs
 }
 
-func (c *controller) handleCause(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch,
-	st *objectState, reason Reason, ess, base map[string]any, initial bool, now time.Time, log *zap.Logger) passResult {
-	every := c.handlersFor(reason, initial)
-	if st.cause != reason {
+// handleCause runs the first unfinished handler of the cause, then either stores the progress that must
+// survive a restart or, when every handler has finished, completes the cause.
+func (p *pass) handleCause(reason Reason) passResult {
+	own := p.own
+	p.reason = reason
+	every := p.c.handlersFor(reason, p.initial)
+	if own.cause != reason {
 		// A new cause starts from what the object says, not from what the previous cause left in memory.
-		st.cause = reason
-		st.handlers = map[string]*handlerState{}
-		st.delaySetAt = map[string]time.Time{}
-		st.lastRetry = map[string]string{}
+		own.cause = reason
+		own.handlers = map[string]*handlerState{}
+		own.delaySetAt = map[string]time.Time{}
+		own.lastRetry = map[string]string{}
 	}
 	// Field filters (Field("spec")): an update that touches no handler's field runs none of them.
-	handlers := concerned(every, reason, base, ess, st.handlers)
+	handlers := concerned(every, reason, p.base, p.ess, own.handlers)
 	for _, h := range handlers {
-		if _, ok := st.handlers[h.id]; ok {
+		if _, ok := own.handlers[h.id]; ok {
 			continue
 		}
-		if hs := c.loadProgress(u, st, h.id, now, log); hs != nil {
-			st.handlers[h.id] = hs
-		}
-	}
-
-	var h *handlerSpec
-	for _, spec := range handlers {
-		if hs := st.handlers[spec.id]; hs == nil || !hs.finished() {
-			h = spec
-			break
+		if hs := p.loadProgress(h.id); hs != nil {
+			own.handlers[h.id] = hs
 		}
 	}
 
 	res := passResult{}
-	if h != nil {
-		hs := st.handlers[h.id]
-		c.mu.Lock()
-		changedAt := st.changedAt
-		c.mu.Unlock()
-		if hs != nil && !hs.delayed.IsZero() && now.Before(hs.delayed) && !changedAt.After(st.delaySetAt[h.id]) {
+	if h := p.unfinished(handlers); h != nil {
+		hs := own.handlers[h.id]
+		p.c.mu.Lock()
+		changedAt := p.st.shared.changedAt
+		p.c.mu.Unlock()
+		if hs != nil && !hs.delayed.IsZero() && p.now.Before(hs.delayed) && !changedAt.After(own.delaySetAt[h.id]) {
 			// Sleeping until its delay and nothing changed since: no observation to make yet.
-			return passResult{after: hs.delayed.Sub(now)}
+			return passResult{after: hs.delayed.Sub(p.now)}
 		}
 		if hs == nil {
-			hs = &handlerState{started: now, purpose: string(reason)}
-			st.handlers[h.id] = hs
+			hs = &handlerState{started: p.now, purpose: string(reason)}
+			own.handlers[h.id] = hs
 		}
-		res = c.runHandler(ctx, key, u, p, st, h, hs, reason, now, log)
+		res = p.runHandler(h, hs)
 	}
 
-	done := true
-	for _, spec := range handlers {
-		if hs := st.handlers[spec.id]; hs == nil || !hs.finished() {
-			done = false
-		}
-	}
-	if !done {
-		c.storeProgress(u, p, st, handlers)
+	if p.unfinished(handlers) != nil {
+		p.storeProgress(handlers)
 		if res == (passResult{}) {
 			// The handler that just finished leaves others to run: next pass right away.
 			res = passResult{now: true}
 		}
-		return c.finishPass(ctx, key, u, p, st, res, now, log)
+		return p.finish(res)
 	}
-
-	// The cause is done: purge progress, then record it as kopf does.
-	c.purgeProgress(u, p, st, every)
-	switch reason {
-	case ReasonDelete:
-		p.finalizers = removeString(u.GetFinalizers(), c.w.finalizer)
-	default:
-		if base == nil || !kopf.SameEssence(base, ess) {
-			enc := kopf.EncodeDiffBase(ess)
-			for _, k := range c.keys.Keys(kopf.DiffBaseName) {
-				p.SetAnnotation(k, enc)
-			}
-			c.mark(u, p)
-		}
-		c.mu.Lock()
-		st.initial = false
-		c.mu.Unlock()
-	}
-	st.cause, st.handlers = "", map[string]*handlerState{}
-	if reason == ReasonDelete {
-		res, _ = c.apply(ctx, key, u, p, log)
-		return res
-	}
-	return c.finishPass(ctx, key, u, p, st, res, now, log)
+	return p.complete(every, res)
 }
 
-// runHandler runs one handler once and folds its outcome into the handler's state (kopf's with_outcome).
-func (c *controller) runHandler(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch,
-	st *objectState, h *handlerSpec, hs *handlerState, reason Reason, now time.Time, log *zap.Logger) passResult {
-	hlog := log.With(zap.String("handler", h.id), zap.String("cause", string(reason)))
-	var out outcome
-	switch {
-	case h.timeout > 0 && now.Sub(hs.started) >= h.timeout:
-		out = outcome{kind: outcomePermanent, message: fmt.Sprintf("Handler %q has timed out after %s.", h.id, h.timeout)}
-	case h.retries > 0 && hs.retries >= h.retries:
-		out = outcome{kind: outcomePermanent, message: fmt.Sprintf("Handler %q has exceeded %d retries.", h.id, h.retries)}
-	default:
-		cause := &Cause{
-			Reason: reason, HandlerID: h.id, Object: u.DeepCopy(), Patch: p, Logger: hlog,
-			Retries: hs.retries, Started: hs.started, Now: now, Cache: c.op.cache,
+// unfinished is the first handler that has not finished in this cause, or nil.
+func (p *pass) unfinished(handlers []*handlerSpec) *handlerSpec {
+	for _, h := range handlers {
+		if hs := p.own.handlers[h.id]; hs == nil || !hs.finished() {
+			return h
 		}
-		start := time.Now()
-		out = classify(c.call(ctx, h, cause))
-		c.op.metrics.HandlerDuration.WithLabelValues(c.resource, h.id).Observe(time.Since(start).Seconds())
-		c.postEvents(st, cause.events)
 	}
+	return nil
+}
 
-	res := passResult{}
-	delay := out.delay
-	if out.kind == outcomeError {
-		delay = c.backoffFor(key)
-	}
-	// Look ahead as kopf does: if the next try would exceed a limit, fail now rather than after waiting.
-	if out.kind == outcomeTemporary || out.kind == outcomeError {
-		switch {
-		case h.retries > 0 && hs.retries+1 >= h.retries:
-			out = outcome{kind: outcomePermanent, message: fmt.Sprintf("Handler %q has exceeded %d retries: %s", h.id, h.retries, out.message)}
-		case h.timeout > 0 && now.Add(delay).Sub(hs.started) >= h.timeout:
-			out = outcome{kind: outcomePermanent, message: fmt.Sprintf("Handler %q has timed out after %s: %s", h.id, h.timeout, out.message)}
+// complete ends a cause whose handlers have all finished: purge their progress, then record the cause as
+// kopf does (the diff-base after create/update/resume; the finalizer's removal after delete).
+func (p *pass) complete(every []*handlerSpec, res passResult) passResult {
+	p.purgeProgress(every)
+	if p.reason == ReasonDelete {
+		p.patch.finalizers = removeString(p.obj.GetFinalizers(), p.c.w.finalizer)
+	} else {
+		if p.base == nil || !kopf.SameEssence(p.base, p.ess) {
+			enc := kopf.EncodeDiffBase(p.ess)
+			for _, k := range p.c.keys.Keys(kopf.DiffBaseName) {
+				p.patch.SetAnnotation(k, enc)
+			}
+			p.mark()
 		}
+		p.c.mu.Lock()
+		p.st.shared.initial = false
+		p.c.mu.Unlock()
 	}
+	p.own.cause, p.own.handlers = "", map[string]*handlerState{}
+	if p.reason == ReasonDelete {
+		res, _ = p.apply()
+		return res
+	}
+	return p.finish(res)
+}
 
-	hs.retries++
-	c.op.metrics.HandlerRuns.WithLabelValues(c.resource, h.id, string(out.kind)).Inc()
-	switch out.kind {
-	case outcomeSuccess:
-		hs.success, hs.stopped, hs.delayed, hs.message = true, now, time.Time{}, ""
-		hlog.Info("handler succeeded")
-		// Handlers that post their own progress events (a "Fulfilled") would only be echoed here.
-		if reason != ReasonResume && !h.ownProgress {
-			c.post(st, corev1.EventTypeNormal, EventHandlerSucceeded, fmt.Sprintf("Handler %q succeeded.", h.id))
-		}
-	case outcomePermanent:
-		hs.failure, hs.stopped, hs.delayed, hs.message = true, now, time.Time{}, out.message
-		c.op.metrics.PermanentFailures.WithLabelValues(c.resource, h.id).Inc()
-		hlog.Error("handler failed permanently", zap.String("error", out.message))
-		c.post(st, corev1.EventTypeWarning, EventHandlerFailed, fmt.Sprintf("Handler %q failed permanently: %s", h.id, out.message))
-	case outcomeTemporary, outcomeError:
-		hs.delayed, hs.message = now.Add(delay), out.message
-		st.delaySetAt[h.id] = now
-		c.op.metrics.HandlerRetries.WithLabelValues(c.resource, h.id, string(out.kind)).Inc()
-		eventType, verb := corev1.EventTypeNormal, "will run again"
-		if out.kind == outcomeError {
-			eventType, verb = corev1.EventTypeWarning, "failed; retrying"
-			hlog.Warn("handler failed; retrying with backoff", zap.Duration("delay", delay), zap.String("error", out.message))
-			res = passResult{backoff: true}
-		} else {
-			hlog.Debug("handler asked for another pass", zap.Duration("delay", delay), zap.String("message", out.message))
-			res = passResult{after: delay}
-		}
-		// A retry event is posted when its message changes, not on every pass: waiting is normal, and a
-		// request waiting an hour must not post 360 identical events.
-		if st.lastRetry[h.id] != out.message && !(h.ownProgress && out.kind == outcomeTemporary) {
-			st.lastRetry[h.id] = out.message
-			c.post(st, eventType, EventHandlerRetrying, fmt.Sprintf("Handler %q %s in %s: %s", h.id, verb, delay.Round(time.Millisecond), out.message))
-		}
+// runHandler runs one handler once, unless a limit has already ended it, and settles its outcome.
+func (p *pass) runHandler(h *handlerSpec, hs *handlerState) passResult {
+	hlog := p.log.With(zap.String("handler", h.id), zap.String("cause", string(p.reason)))
+	out, exhausted := h.exhausted(hs, p.now)
+	if !exhausted {
+		out = p.execute(h, &Cause{Reason: p.reason, Logger: hlog, Retries: hs.retries, Started: hs.started})
 	}
-	return res
+	return p.settleHandler(h, hs, hlog, out)
+}
+
+// execute runs a handler or a timer once and says what it came to. The caller's cause says why, with which
+// logger, retry count and start; execute adds a private copy of the object, the pass's patch, clock and
+// the caches, observes the run's duration and queues the events the handler posted.
+func (p *pass) execute(h *handlerSpec, cause *Cause) outcome {
+	cause.HandlerID, cause.Object, cause.Patch, cause.Now, cause.Cache = h.id, p.obj.DeepCopy(), p.patch, p.now, p.c.op.cache
+	start := time.Now()
+	out := classify(p.call(h, cause))
+	p.c.op.metrics.HandlerDuration.WithLabelValues(p.c.resource, h.id).Observe(time.Since(start).Seconds())
+	p.postEvents(cause.events)
+	return out
 }
 
 // call runs the handler with its per-call bound, turning a panic into an error (retried) instead of a crash.
-func (c *controller) call(ctx context.Context, h *handlerSpec, cause *Cause) (err error) {
-	callCtx, cancel := context.WithTimeout(ctx, h.callTimeout)
+func (p *pass) call(h *handlerSpec, cause *Cause) (err error) {
+	callCtx, cancel := context.WithTimeout(p.ctx, h.callTimeout)
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
@@ -345,169 +305,18 @@ func (c *controller) call(ctx context.Context, h *handlerSpec, cause *Cause) (er
 	return h.fn(callCtx, cause)
 }
 
-// loadProgress reads a handler's record (ours or kopf's) from the object.
-func (c *controller) loadProgress(u *unstructured.Unstructured, st *objectState, id string, now time.Time, log *zap.Logger) *handlerState {
-	ann := u.GetAnnotations()
-	for _, k := range c.keys.Keys(id) {
-		raw, ok := ann[k]
-		if !ok {
-			continue
-		}
-		hs, err := decodeProgress(raw, now)
-		if err != nil {
-			c.warnOnce(u, st, "progress/"+id, fmt.Sprintf("Ignoring unreadable progress of handler %q: %v", id, err), log)
-			// Keep a marker that a record exists, so it is rewritten or purged rather than left behind.
-			return &handlerState{started: now, purpose: string(st.cause), persisted: &kopf.ProgressRecord{}}
-		}
-		return hs
-	}
-	return nil
-}
-
-// storeProgress writes the records that must survive a restart. kopf rewrites a record on every retry;
-// that turns every waiting object into a write per pass. Here a record is written when it carries
-// something a restart needs: the start time and retry count of a handler with limits, a finished handler
-// whose siblings are still running, or a record already on the object (kept truthful, e.g. kopf's).
-func (c *controller) storeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
-	for _, h := range handlers {
-		hs := st.handlers[h.id]
-		if hs == nil {
-			continue
-		}
-		if !(h.limited() || hs.finished() || hs.persisted != nil) {
-			continue
-		}
-		rec := hs.record(c.op.opts.TimeForm)
-		if sameRecord(rec, hs.persisted) {
-			continue
-		}
-		enc := encodeProgress(rec)
-		for _, k := range c.keys.Keys(h.id) {
-			p.SetAnnotation(k, enc)
-		}
-		hs.persisted = rec
-		c.mark(u, p)
-	}
-}
-
-// purgeProgress removes every record of the cause's handlers and their sub-handlers (kopf's subrefs, as
-// the Python image's create_fn/create_fn.<locals>.sub_* records).
-func (c *controller) purgeProgress(u *unstructured.Unstructured, p *Patch, st *objectState, handlers []*handlerSpec) {
-	ann := u.GetAnnotations()
-	purge := func(id string) {
-		for _, k := range c.keys.Keys(id) {
-			if _, ok := ann[k]; ok {
-				p.DeleteAnnotation(k)
-			}
-		}
-	}
-	for _, h := range handlers {
-		purge(h.id)
-		if hs := st.handlers[h.id]; hs != nil {
-			for _, sub := range hs.subrefs {
-				purge(sub)
-			}
-		}
-	}
-}
-
-// mark adds kopf's marker so other kopf operators leave our annotations out of their essence.
-func (c *controller) mark(u *unstructured.Unstructured, p *Patch) {
-	k := c.namer.Prefix + "/" + kopf.Marker
-	if _, ok := u.GetAnnotations()[k]; !ok {
-		p.SetAnnotation(k, "yes")
-	}
-}
-
-// finishPass runs due timers when no cause is pending, applies the patches and merges the requeue times.
-func (c *controller) finishPass(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch,
-	st *objectState, res passResult, now time.Time, log *zap.Logger) passResult {
-	if len(c.w.timers) > 0 && st.cause == "" {
-		next := c.runTimers(ctx, u, p, st, now, log)
+// finish runs due timers when no cause is pending, applies the patches and merges the requeue times.
+func (p *pass) finish(res passResult) passResult {
+	if len(p.c.w.timers) > 0 && p.own.cause == "" {
+		next := p.runTimers()
 		if !res.now && !res.backoff {
 			res.after = soonest(res.after, next)
 		}
 	}
-	applied, ok := c.apply(ctx, key, u, p, log)
-	if !ok {
+	if applied, ok := p.apply(); !ok {
 		return applied
 	}
 	return res
-}
-
-// apply sends the status patch, then the object patch; each only when it changes something. Status goes
-// first: a handler's business status must land before its completion is recorded.
-func (c *controller) apply(ctx context.Context, key string, u *unstructured.Unstructured, p *Patch, log *zap.Logger) (passResult, bool) {
-	ri := c.resourceClient(u)
-	if body := p.statusPatch(u); body != nil {
-		out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
-		if err != nil {
-			return c.writeFailed(key, "status", err, log), false
-		}
-		c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
-		c.wrote(key, out)
-		u.SetResourceVersion(out.GetResourceVersion())
-	}
-	if body := p.metadataPatch(u); body != nil {
-		out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
-		if err != nil {
-			return c.writeFailed(key, "object", err, log), false
-		}
-		c.op.metrics.Writes.WithLabelValues(c.resource, "object").Inc()
-		c.wrote(key, out)
-	}
-	return passResult{}, true
-}
-
-func (c *controller) writeFailed(key, what string, err error, log *zap.Logger) passResult {
-	err = ClassifyAPIError("patch "+what+" of "+key, true, err)
-	switch {
-	case IsClass(err, ClassNotFound):
-		// Gone while we worked; the delete event finishes the story.
-		return passResult{}
-	case IsClass(err, ClassConflict):
-		// The finalizer list changed under us: decide again on the newer object.
-		log.Info("object changed during the pass; running it again", zap.Error(err))
-		return passResult{after: 100 * time.Millisecond}
-	default:
-		log.Warn("writing the pass's result failed", zap.Error(err))
-		return passResult{backoff: true}
-	}
-}
-
-func (c *controller) resourceClient(u *unstructured.Unstructured) dynamic.ResourceInterface {
-	if c.w.namespaced {
-		return c.client.Namespace(u.GetNamespace())
-	}
-	return c.client
-}
-
-func (c *controller) postEvents(st *objectState, events []pendingEvent) {
-	st.events = append(st.events, events...)
-}
-
-// post queues an event for the end of the pass (the worker owns the key, so st needs no lock here).
-func (c *controller) post(st *objectState, eventType, reason, message string) {
-	st.events = append(st.events, pendingEvent{eventType, reason, message})
-}
-
-func (c *controller) flushEvents(u *unstructured.Unstructured, st *objectState) {
-	events := st.events
-	st.events = nil
-	if c.op.events == nil {
-		return
-	}
-	for _, e := range events {
-		c.op.events.post(u, e.eventType, e.reason, e.message)
-	}
-}
-
-func (c *controller) warnOnce(u *unstructured.Unstructured, st *objectState, what, message string, log *zap.Logger) {
-	log.Warn(message)
-	if !st.warned[what] {
-		st.warned[what] = true
-		c.post(st, corev1.EventTypeWarning, EventStateUnreadable, message)
-	}
 }
 
 // removeString never answers nil: a nil finalizer list in a patch means "leave them as they are".

@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"time"
 
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 )
@@ -127,4 +132,53 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 		return nil
 	}
 	return out
+}
+
+// apply sends the pass's status patch, then its object patch; each only when it changes something. Status
+// goes first: a handler's business status must land before its completion is recorded. ok is false when a
+// write failed; res then says when to come back.
+func (p *pass) apply() (res passResult, ok bool) {
+	c, u := p.c, p.obj
+	ri := c.resourceClient(u)
+	if body := p.patch.statusPatch(u); body != nil {
+		out, err := ri.Patch(p.ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
+		if err != nil {
+			return p.writeFailed("status", err), false
+		}
+		c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
+		c.wrote(p.key, out)
+		u.SetResourceVersion(out.GetResourceVersion())
+	}
+	if body := p.patch.metadataPatch(u); body != nil {
+		out, err := ri.Patch(p.ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+		if err != nil {
+			return p.writeFailed("object", err), false
+		}
+		c.op.metrics.Writes.WithLabelValues(c.resource, "object").Inc()
+		c.wrote(p.key, out)
+	}
+	return passResult{}, true
+}
+
+func (p *pass) writeFailed(what string, err error) passResult {
+	err = ClassifyAPIError("patch "+what+" of "+p.key, true, err)
+	switch {
+	case IsClass(err, ClassNotFound):
+		// Gone while we worked; the delete event finishes the story.
+		return passResult{}
+	case IsClass(err, ClassConflict):
+		// The finalizer list changed under us: decide again on the newer object.
+		p.log.Info("object changed during the pass; running it again", zap.Error(err))
+		return passResult{after: 100 * time.Millisecond}
+	default:
+		p.log.Warn("writing the pass's result failed", zap.Error(err))
+		return passResult{backoff: true}
+	}
+}
+
+func (c *controller) resourceClient(u *unstructured.Unstructured) dynamic.ResourceInterface {
+	if c.w.namespaced {
+		return c.client.Namespace(u.GetNamespace())
+	}
+	return c.client
 }

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
@@ -96,3 +97,77 @@ func (s *handlerState) record(form kopf.TimeForm) *kopf.ProgressRecord {
 func encodeProgress(rec *kopf.ProgressRecord) string { return rec.Encode() }
 
 func sameRecord(a, b *kopf.ProgressRecord) bool { return kopf.SameProgress(a, b) }
+
+// loadProgress reads a handler's record (ours or kopf's) from the object.
+func (p *pass) loadProgress(id string) *handlerState {
+	ann := p.obj.GetAnnotations()
+	for _, k := range p.c.keys.Keys(id) {
+		raw, ok := ann[k]
+		if !ok {
+			continue
+		}
+		hs, err := decodeProgress(raw, p.now)
+		if err != nil {
+			p.warnOnce("progress/"+id, fmt.Sprintf("Ignoring unreadable progress of handler %q: %v", id, err))
+			// Keep a marker that a record exists, so it is rewritten or purged rather than left behind.
+			return &handlerState{started: p.now, purpose: string(p.own.cause), persisted: &kopf.ProgressRecord{}}
+		}
+		return hs
+	}
+	return nil
+}
+
+// storeProgress writes the records that must survive a restart. kopf rewrites a record on every retry;
+// that turns every waiting object into a write per pass. Here a record is written when it carries
+// something a restart needs: the start time and retry count of a handler with limits, a finished handler
+// whose siblings are still running, or a record already on the object (kept truthful, e.g. kopf's).
+func (p *pass) storeProgress(handlers []*handlerSpec) {
+	for _, h := range handlers {
+		hs := p.own.handlers[h.id]
+		if hs == nil {
+			continue
+		}
+		if !(h.limited() || hs.finished() || hs.persisted != nil) {
+			continue
+		}
+		rec := hs.record(p.c.op.opts.TimeForm)
+		if sameRecord(rec, hs.persisted) {
+			continue
+		}
+		enc := encodeProgress(rec)
+		for _, k := range p.c.keys.Keys(h.id) {
+			p.patch.SetAnnotation(k, enc)
+		}
+		hs.persisted = rec
+		p.mark()
+	}
+}
+
+// purgeProgress removes every record of the cause's handlers and their sub-handlers (kopf's subrefs, as
+// the Python image's create_fn/create_fn.<locals>.sub_* records).
+func (p *pass) purgeProgress(handlers []*handlerSpec) {
+	ann := p.obj.GetAnnotations()
+	purge := func(id string) {
+		for _, k := range p.c.keys.Keys(id) {
+			if _, ok := ann[k]; ok {
+				p.patch.DeleteAnnotation(k)
+			}
+		}
+	}
+	for _, h := range handlers {
+		purge(h.id)
+		if hs := p.own.handlers[h.id]; hs != nil {
+			for _, sub := range hs.subrefs {
+				purge(sub)
+			}
+		}
+	}
+}
+
+// mark adds kopf's marker so other kopf operators leave our annotations out of their essence.
+func (p *pass) mark() {
+	k := p.c.namer.Prefix + "/" + kopf.Marker
+	if _, ok := p.obj.GetAnnotations()[k]; !ok {
+		p.patch.SetAnnotation(k, "yes")
+	}
+}

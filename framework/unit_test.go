@@ -249,6 +249,12 @@ func TestOutcomes(t *testing.T) {
 	assert.Equal(t, "wait: EOF", (&TemporaryError{Message: "wait", Err: io.EOF}).Error())
 	assert.ErrorIs(t, &TemporaryError{Err: io.EOF}, io.EOF)
 	assert.Equal(t, outcomeError, classify(io.EOF).kind)
+
+	again := classify(fmt.Errorf("wrapped: %w", Again("claiming 2 hosts")))
+	assert.Equal(t, outcomeTemporary, again.kind, "Again is a temporary outcome (same metrics, same record)")
+	assert.Equal(t, againDelay, again.delay, "not kopf's 60 s default")
+	assert.Equal(t, "wrapped: claiming 2 hosts", again.message)
+	assert.Equal(t, againDelay, classify(&TemporaryError{Message: "x", Delay: time.Hour, Again: true}).delay, "Again wins over a delay")
 }
 
 func TestResourceVersionComparison(t *testing.T) {

@@ -49,7 +49,7 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 			msg = fmt.Sprintf("Provisioning request updated after it failed; provisioning again with a new budget of %s from the change", h.cfg.CreationTimeout)
 		}
 		h.setStatus(c, StateProgressing, msg)
-		return &framework.TemporaryError{Message: "re-driving after an update", Delay: time.Millisecond}
+		return framework.Again("re-driving after an update")
 	}
 
 	var hostIDs []string
@@ -74,12 +74,13 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 			return h.hostsFailed(c, err)
 		}
 		if !res.Ready {
-			err := h.waitWithinBudget(c, "hosts", "Hosts are being prepared: "+res.Message, "")
-			var temp *framework.TemporaryError
-			if res.Soon && errors.As(err, &temp) {
-				temp.Delay = time.Millisecond // claim the recorded candidates as soon as the record is visible
+			msg := "Hosts are being prepared: " + res.Message
+			if res.Soon && !h.expired(pr, c.Now) {
+				// Claim the recorded candidates as soon as the record is visible.
+				h.setStatus(c, StateProgressing, msg)
+				return framework.Again(msg)
 			}
-			return err
+			return h.waitWithinBudget(c, "hosts", msg, "")
 		}
 		hostIDs = res.IDs
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
@@ -58,11 +57,13 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())
 		}
 		if !rel.Done {
-			err := h.deleting(c, "Deleting; releasing hosts: "+rel.Message)
+			msg := "Deleting; releasing hosts: " + rel.Message
 			if rel.Soon {
-				err.(*framework.TemporaryError).Delay = time.Millisecond
+				// The next release step reads what this one wrote: run again as soon as it is visible.
+				h.setStatus(c, StateDeleting, msg)
+				return framework.Again(msg)
 			}
-			return err
+			return h.deleting(c, msg)
 		}
 	}
 	h.setStatus(c, StateDeleting, "Deleting; all resources released")
