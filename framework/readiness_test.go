@@ -255,7 +255,9 @@ func TestStopSharesOneDeadline(t *testing.T) {
 	entered := make(chan struct{})
 	var cleanupDeadline atomic.Value
 	const budget = 2 * time.Second
-	to := newTestOperator(t, label, Options{ShutdownTimeout: budget}, func(op *Operator, w *Watch) {
+	// The handler outlives the test by design (it ignores its context), so its pass logs after the test has
+	// ended: a logger tied to t would panic then.
+	to := newTestOperator(t, label, Options{ShutdownTimeout: budget, Logger: zap.NewNop()}, func(op *Operator, w *Watch) {
 		w.OnCreate("create_fn", func(context.Context, *Cause) error {
 			close(entered)
 			time.Sleep(20 * time.Second) // a pass that ignores its context
