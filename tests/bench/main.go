@@ -325,6 +325,33 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 	rep.LoadQPS.Del = d
 	say(c, "   %.1f deleted/s, %.2f calls/request", d.Rate, d.CallsPerRequest())
 	_ = leaderOp.Stop(5 * time.Second)
+
+	// 6. failover: two fresh replicas on a Lease of their own, the leader SIGKILLed under NBI load.
+	say(c, "6. failover: two --leader-elect replicas, %d requests, the leader SIGKILLed under %d NBI clients", failoverRequests, c.clients)
+	env := map[string]string{"PROVISIONING_REQUEST_SELECTOR": runLabel + "=failover"}
+	pairArgs := []string{"--leader-elect-id=o2ims-bench-failover"}
+	fa, err := st.StartOperatorWith(ctx, env, pairArgs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fa.Stop(5 * time.Second) }()
+	fb, err := st.StartOperatorWith(ctx, env, pairArgs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fb.Stop(5 * time.Second) }()
+	m := startMeter(nil)
+	fo, err := st.MeasureFailover(ctx, fa, fb, stack.FailoverOptions{
+		Label: runLabel, Value: "failover", Requests: failoverRequests, Readers: c.clients,
+		Trickle: 200 * time.Millisecond, Before: 5 * time.Second, After: 5 * time.Second, LeaseDuration: failoverLease,
+	})
+	rep.FailoverCPU = m.end()
+	if err != nil {
+		return err
+	}
+	rep.Failover, rep.FailoverReaders = fo, c.clients
+	say(c, "   new leader after %s; survivor %d reads, %d failed; killed replica %d reads after the kill, %d refused, %d failed on the survivor; PackageVariant POSTs %v",
+		fo.NewLeaderAfter.Round(100*time.Millisecond), fo.SurvivorReads, fo.SurvivorFailed, fo.DeadReads, fo.DeadRefused, fo.DeadRetryFailed, fo.PackageVariantPOSTs)
 	say(c, "stopping stack B")
 	return nil
 }

@@ -42,6 +42,10 @@ type report struct {
 	NetBox        netboxResult
 	NetBoxForeign float64
 
+	Failover        stack.FailoverResult
+	FailoverCPU     cpuWindow
+	FailoverReaders int
+
 	Interferers []string
 }
 
@@ -110,6 +114,7 @@ func (r *report) markdown(c *config) string {
 	r.nbiLatencySection(p)
 	r.netboxSection(p)
 	r.nbiLoadSection(p)
+	r.failoverSection(p)
 	return b.String()
 }
 
@@ -146,8 +151,10 @@ func (r *report) summary(p printer) {
 		nb.RaceRequests, nb.Hosts, nb.RaceCommitted, nb.Race412, len(nb.DoubleClaims), yes(len(nb.DoubleClaims) == 0 && nb.RaceCommitted == min(nb.Hosts, nb.RaceRequests)))
 	s, mx, _ := r.NBILoad.rssStats()
 	plateau, end, _, isFlat := r.NBILoad.flatness()
-	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n\n",
+	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n",
 		r.NBILoad.Errors, r.NBILoad.Requests, mib(s), mib(plateau), warmup, mib(end), mib(mx), yes(r.NBILoad.Errors == 0 && isFlat))
+	r.failoverSummary(p)
+	p("\n")
 }
 
 func (r *report) rateBound() string {
