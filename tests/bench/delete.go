@@ -60,7 +60,7 @@ func runDelete(ctx context.Context, st *stack.Stack, op *stack.Operator, run str
 	if err != nil {
 		return d, err
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	left := map[string]bool{}
 	for _, u := range list.Items {
 		left[u.GetName()] = true
@@ -82,17 +82,52 @@ func runDelete(ctx context.Context, st *stack.Stack, op *stack.Operator, run str
 	}
 	var last time.Time
 	timeout := time.After(3 * time.Minute)
+	rv := list.GetResourceVersion()
 	for len(left) > 0 && d.Note == "" {
 		select {
 		case ev, ok := <-w.ResultChan():
-			if !ok {
-				d.Note = "the watch ended before every request was gone"
-				break
-			}
-			if ev.Type != watch.Deleted {
+			if !ok || ev.Type == watch.Error {
+				// The API server ended the watch (its timeout, or overload): go on from the last version
+				// seen, or from a fresh list of what is left when that version is gone.
+				w.Stop()
+				relist := ok // an Error event: the version may be gone (410)
+				if !relist {
+					if w, err = dyn.Resource(prGVR).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err != nil {
+						relist = true
+					}
+				}
+				if relist {
+					l, lerr := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
+					if lerr != nil {
+						return d, lerr
+					}
+					still := map[string]bool{}
+					for _, u := range l.Items {
+						still[u.GetName()] = true
+					}
+					for name := range left {
+						if !still[name] {
+							delete(left, name)
+							d.Gone++
+							last = time.Now()
+						}
+					}
+					rv = l.GetResourceVersion()
+					if w, err = dyn.Resource(prGVR).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv}); err != nil {
+						return d, err
+					}
+				}
 				continue
 			}
-			if u, ok := ev.Object.(interface{ GetName() string }); ok && left[u.GetName()] {
+			u, ok := ev.Object.(interface {
+				GetName() string
+				GetResourceVersion() string
+			})
+			if !ok {
+				continue
+			}
+			rv = u.GetResourceVersion()
+			if ev.Type == watch.Deleted && left[u.GetName()] {
 				delete(left, u.GetName())
 				d.Gone++
 				last = time.Now()
