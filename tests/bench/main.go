@@ -240,7 +240,7 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 		rep.LoadQPS, rep.LoadQPSRuns = r, attempt
 		leader, leaderOp = run, op
 		defer func() { _ = op.Stop(5 * time.Second) }() // stopped once more is a no-op
-		if attempt == 2 || !c.disturbed(r.CPU, "load (qps 1000)") {
+		if attempt == 2 || !c.disturbed(r.CPU, "load (qps 100)") {
 			break // this leader keeps the Lease for the NBI sections
 		}
 		_ = op.Stop(5 * time.Second) // releases the Lease for the next run's leader
