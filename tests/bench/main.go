@@ -225,7 +225,7 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 	var leader string
 	var leaderOp *stack.Operator
 	for attempt := 1; attempt <= 2; attempt++ {
-		run := fmt.Sprintf("load-qps1000-%d", attempt)
+		run := fmt.Sprintf("load-qps100-%d", attempt)
 		say(c, "2. load, --kube-api-qps=100 --kube-api-burst=200 (the controller-runtime peer's limits): %d requests at once (run %d)", c.n, attempt)
 		op, err := startSelected(ctx, st, run, true)
 		if err != nil {

@@ -86,8 +86,10 @@ func TestLeaderKilledUnderNBILoadFailsNoReadOfTheSurvivorAndHandlesNothingTwice(
 	assert.Positive(t, res.Created)
 	assert.Equal(t, res.Total, res.Fulfilled, "not every request was handled after the failover")
 	assert.Equal(t, res.Total, res.SurvivorCurrent, "the survivor's NBI does not answer every request as fulfilled")
-	assert.Zero(t, res.DoubleHandled(), "a request's PackageVariant was created twice: %v", res.PackageVariantPOSTs)
+	// One PackageVariant per request created meanwhile, none for the requests fulfilled before (a 409
+	// is a create the chain settled by reading back the one that exists: logged above, not a second one).
 	assert.Equal(t, float64(res.Created), res.PackageVariantPOSTs["201"], "PackageVariant creates: %v", res.PackageVariantPOSTs)
+	assert.False(t, res.HandledTwice())
 }
 
 // nbiWritesOnAStandby: POST, PUT and DELETE through the NBI of a replica that does not lead act on the

@@ -56,15 +56,23 @@ type FailoverResult struct {
 	// Fulfilled of them fulfilled, SurvivorCurrent of them answered FULFILLED by the survivor's NBI.
 	Created, Total, Fulfilled, SurvivorCurrent int
 	// PackageVariantPOSTs is the API server's count of PackageVariant creates during the run, by code:
-	// a request handled twice would POST its PackageVariant again (409).
+	// 201 should be one per request created meanwhile. A 409 is a create that found the PackageVariant
+	// there already (the chain reads it back and goes on with it): a pass that looked before its own
+	// earlier create reached the cache, or a create the kill interrupted before it was recorded.
 	PackageVariantPOSTs map[string]float64
 	// StandbyRunsBeforeLead is the survivor's handler runs while the other led (0: it only served reads).
 	StandbyRunsBeforeLead float64
 	Duration              time.Duration
 }
 
-// DoubleHandled is the number of PackageVariant creates refused because one existed.
-func (r FailoverResult) DoubleHandled() float64 { return r.PackageVariantPOSTs["409"] }
+// HandledTwice says whether any request was handled by both replicas: the standby ran handlers while the
+// other led, or a request's PackageVariant was created more than once, or some request was not handled.
+func (r FailoverResult) HandledTwice() bool {
+	return r.StandbyRunsBeforeLead != 0 || r.PackageVariantPOSTs["201"] != float64(r.Created) || r.Fulfilled != r.Total
+}
+
+// CreatesSettledByReadBack are PackageVariant creates answered 409 (see PackageVariantPOSTs).
+func (r FailoverResult) CreatesSettledByReadBack() float64 { return r.PackageVariantPOSTs["409"] }
 
 var failoverPRGVR = schema.GroupVersionResource{Group: "o2ims.provisioning.oran.org", Version: "v1alpha1", Resource: "provisioningrequests"}
 
