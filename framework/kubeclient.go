@@ -22,8 +22,11 @@ var ErrRedirectRefused = errors.New("redirect refused")
 
 // ClientOptions size and bound the clients.
 type ClientOptions struct {
-	// QPS and Burst are the client-side rate limits (--kube-api-qps/--kube-api-burst). client-go's 5/10 is
-	// far too low for hundreds of objects; the defaults here are sized for that.
+	// QPS and Burst are the client-side rate limit of each API resource (--kube-api-qps/--kube-api-burst):
+	// every resource the dynamic client reaches has a token bucket of its own, as with controller-runtime's
+	// per-kind clients; the typed client (Events, Secrets, reviews) has one, and the leader election's
+	// Lease another. QPS ≤ 0 turns the client-side limit off (the API server's priority and fairness, or
+	// its max-in-flight limits, still apply).
 	QPS   float32
 	Burst int
 	// Timeout bounds every non-watch call.
@@ -32,9 +35,21 @@ type ClientOptions struct {
 	UserAgent string
 }
 
-// DefaultClientOptions are sized for a few hundred watched objects.
+// DefaultQPS and DefaultBurst are the shipped client-side limits of each resource. They are a cap against
+// a runaway loop, not the pace of normal work: the workers bound how many calls are in flight, and the API
+// server protects itself with priority and fairness (or its max-in-flight limits), answering 429 with
+// Retry-After, which client-go waits out and retries. With 4 ProvisioningRequest writes per fulfilled
+// request, a burst of 1 000 requests needs 4 000 tokens of one bucket, which 2 000 of burst and 1 000/s
+// refill hand out within 2 s, so the API server, not this client, sets the pace. (client-go's own default
+// is 5/10 per client; controller-runtime's config has no client-side limit since v0.21.)
+const (
+	DefaultQPS   = 1000
+	DefaultBurst = 2000
+)
+
+// DefaultClientOptions are the shipped limits.
 func DefaultClientOptions() ClientOptions {
-	return ClientOptions{QPS: 100, Burst: 200, Timeout: 30 * time.Second, UserAgent: "o2ims-operator"}
+	return ClientOptions{QPS: DefaultQPS, Burst: DefaultBurst, Timeout: 30 * time.Second, UserAgent: "o2ims-operator"}
 }
 
 // Clients are the API clients of one operator process.
@@ -45,6 +60,8 @@ type Clients struct {
 	Dynamic dynamic.Interface
 	// Kubernetes is the typed client (events, leases, secrets, reviews), bounded too.
 	Kubernetes kubernetes.Interface
+	// lease is the leader election's client.
+	lease kubernetes.Interface
 	// watch is for informers: no overall timeout (watches are long), same token and redirect rules.
 	watch dynamic.Interface
 }
@@ -87,7 +104,7 @@ func LoadConfig(kubeconfig string, getenv func(string) string) (*rest.Config, er
 // NewClients builds the operator's clients from a base config.
 func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = clientQPS(opts.QPS), opts.Burst, nil
 	if opts.UserAgent != "" {
 		cfg.UserAgent = opts.UserAgent
 	}
@@ -123,7 +140,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 		return nil, &ConfigError{err}
 	}
 	watchHTTP.CheckRedirect = refuseRedirect
-	watchDyn, err := dynamic.NewForConfigAndClient(cfg, watchHTTP)
+	watchDyn, err := newPerResource(cfg, watchHTTP)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -135,7 +152,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 		return nil, &ConfigError{err}
 	}
 	httpClient.CheckRedirect = refuseRedirect
-	dyn, err := dynamic.NewForConfigAndClient(bounded, httpClient)
+	dyn, err := newPerResource(bounded, httpClient)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -143,7 +160,13 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, watch: watchDyn}, nil
+	// The Lease has a client (and so a bucket) of its own: a renewal waiting behind a burst of Events
+	// past the renew deadline would cost the leadership.
+	lease, err := kubernetes.NewForConfigAndClient(bounded, httpClient)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, lease: lease, watch: watchDyn}, nil
 }
 
 func refuseRedirect(*http.Request, []*http.Request) error { return ErrRedirectRefused }

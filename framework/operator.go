@@ -530,7 +530,7 @@ func (o *Operator) runElection(ctx context.Context, onLead func(), done chan str
 	identity := host + "_" + string(uuid.NewUUID())
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: o.opts.LeaderElectionID, Namespace: o.opts.LeaderElectionNamespace},
-		Client:     o.clients.Kubernetes.CoordinationV1(),
+		Client:     o.clients.leaseClient().CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
@@ -29,13 +30,19 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	case err != nil:
 		return h.deleting(c, "Deleting; retrying after: "+err.Error())
 	case h.isOurs(pv, pr):
-		if pv.GetDeletionTimestamp() == nil {
-			if err := h.kube.Delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
-				return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
-			}
-			c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
+		if pv.GetDeletionTimestamp() != nil {
+			return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
 		}
-		return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
+		// Exactly the version just read: if it carries no finalizer, a delete that succeeds removed it
+		// there and then, and the release goes on in this pass (no status write, wake-up and GET more).
+		err := h.kube.DeleteVersion(ctx, PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
+		if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
+		}
+		c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
+		if err == nil && len(pv.GetFinalizers()) > 0 {
+			return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
+		}
 	default:
 		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
 	}
@@ -66,7 +73,11 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			return h.deleting(c, msg)
 		}
 	}
-	h.setStatus(c, StateDeleting, "Deleting; all resources released")
+	// With our finalizer the last one, the request is gone once the framework removes it: a status
+	// written now would be read by nobody, so it is written only while another finalizer keeps it.
+	if slices.ContainsFunc(pr.GetFinalizers(), func(f string) bool { return f != Finalizer }) {
+		h.setStatus(c, StateDeleting, "Deleting; all resources released")
+	}
 	return nil
 }
 

@@ -118,3 +118,11 @@ func (k Client) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns,
 	err := k.resource(gvr, ns).Delete(ctx, name, opts)
 	return framework.ClassifyAPIError(describe("delete", gvr, ns, name), true, err)
 }
+
+// DeleteVersion removes exactly the version we looked at (uid and resourceVersion preconditions): a
+// version changed since, e.g. given a finalizer, is refused with a conflict instead.
+func (k Client) DeleteVersion(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, uid types.UID, rv string) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+	err := k.resource(gvr, ns).Delete(ctx, name, opts)
+	return framework.ClassifyAPIError(describe("delete", gvr, ns, name), true, err)
+}

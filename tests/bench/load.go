@@ -203,6 +203,12 @@ type loadRun struct {
 	EventReasons map[string]int     // their reasons (with their counts)
 	Codes        map[string]float64 // the operator's write answers other than 2xx, by "resource METHOD code"
 	Note         string
+	Del          deletion // the same requests deleted at once afterwards
+}
+
+// CPUPer1000 is the operator's CPU seconds per 1 000 fulfilled requests.
+func (r loadRun) CPUPer1000() float64 {
+	return r.CPU.ByPid["operator"] / float64(max(r.Fulfilled, 1)) * 1000
 }
 
 func (r loadRun) WritesPerRequest(withEvents bool) float64 {

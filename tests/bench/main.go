@@ -142,7 +142,7 @@ func run(ctx context.Context, c *config) error {
 			return err
 		}
 	}
-	// 2b + 3 + 5: stack B, --kube-api-qps=1000 --kube-api-burst=2000 --leader-elect.
+	// 2b + 3 + 5 + 6: stack B, --kube-api-qps=100 --kube-api-burst=200 --leader-elect.
 	if c.only == "" || c.only == "b" {
 		if err := stackB(ctx, c, rep); err != nil {
 			return err
@@ -181,12 +181,19 @@ func stackA(ctx context.Context, c *config, rep *report) error {
 		if err != nil {
 			return err
 		}
-		r, err := runLoad(ctx, st, op, "default (--kube-api-qps=100 --kube-api-burst=200)", "", run, c.n, 8)
+		r, err := runLoad(ctx, st, op, "default (--kube-api-qps=1000 --kube-api-burst=2000 per resource)", "", run, c.n, 8)
+		if err != nil {
+			_ = op.Stop(5 * time.Second)
+			return err
+		}
+		say(c, "   %.1f requests/s, %.2f writes/request (%.2f with events)", r.Rate, r.WritesPerRequest(false), r.WritesPerRequest(true))
+		say(c, "2. deletion, default client limits: the %d at once", c.n)
+		r.Del, err = runDelete(ctx, st, op, run, c.n)
 		_ = op.Stop(5 * time.Second)
 		if err != nil {
 			return err
 		}
-		say(c, "   %.1f requests/s, %.2f writes/request (%.2f with events)", r.Rate, r.WritesPerRequest(false), r.WritesPerRequest(true))
+		say(c, "   %.1f deleted/s, %.2f calls/request", r.Del.Rate, r.Del.CallsPerRequest())
 		rep.LoadDefault, rep.LoadDefaultRuns = r, attempt
 		if attempt == 2 || !c.disturbed(r.CPU, "load (default limits)") {
 			break
@@ -208,7 +215,7 @@ func stackA(ctx context.Context, c *config, rep *report) error {
 }
 
 func stackB(ctx context.Context, c *config, rep *report) error {
-	args := []string{"--kube-api-qps=1000", "--kube-api-burst=2000", "--leader-elect"}
+	args := []string{"--kube-api-qps=100", "--kube-api-burst=200", "--leader-elect"}
 	say(c, "starting stack B: the operator with %s", strings.Join(args, " "))
 	st, err := startStack(ctx, c, args)
 	if err != nil {
@@ -216,23 +223,24 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 	}
 	defer st.Stop()
 	var leader string
+	var leaderOp *stack.Operator
 	for attempt := 1; attempt <= 2; attempt++ {
-		run := fmt.Sprintf("load-qps1000-%d", attempt)
-		say(c, "2. load, --kube-api-qps=1000 --kube-api-burst=2000: %d requests at once (run %d)", c.n, attempt)
+		run := fmt.Sprintf("load-qps100-%d", attempt)
+		say(c, "2. load, --kube-api-qps=100 --kube-api-burst=200 (the controller-runtime peer's limits): %d requests at once (run %d)", c.n, attempt)
 		op, err := startSelected(ctx, st, run, true)
 		if err != nil {
 			return err
 		}
-		r, err := runLoad(ctx, st, op, "--kube-api-qps=1000 --kube-api-burst=2000", strings.Join(args, " "), run, c.n, 8)
+		r, err := runLoad(ctx, st, op, "--kube-api-qps=100 --kube-api-burst=200", strings.Join(args, " "), run, c.n, 8)
 		if err != nil {
 			_ = op.Stop(5 * time.Second)
 			return err
 		}
 		say(c, "   %.1f requests/s, %.2f writes/request (%.2f with events)", r.Rate, r.WritesPerRequest(false), r.WritesPerRequest(true))
 		rep.LoadQPS, rep.LoadQPSRuns = r, attempt
-		leader = run
+		leader, leaderOp = run, op
 		defer func() { _ = op.Stop(5 * time.Second) }() // stopped once more is a no-op
-		if attempt == 2 || !c.disturbed(r.CPU, "load (qps 1000)") {
+		if attempt == 2 || !c.disturbed(r.CPU, "load (qps 100)") {
 			break // this leader keeps the Lease for the NBI sections
 		}
 		_ = op.Stop(5 * time.Second) // releases the Lease for the next run's leader
@@ -306,6 +314,44 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 		rep.NBILeadingAtEnd = m.Sum("leader_election_master_status", nil)
 		rep.NBIHandlerRunsAtEnd = m.Sum("o2ims_handler_runs_total", nil)
 	}
+	_ = nbiOp.Stop(5 * time.Second)
+
+	// 2b's deletion, after the NBI sections (which cache its requests): the leader deletes its own.
+	say(c, "2. deletion, --kube-api-qps=100 --kube-api-burst=200: the %d of %s at once", c.n, leader)
+	d, err := runDelete(ctx, st, leaderOp, leader, c.n)
+	if err != nil {
+		return err
+	}
+	rep.LoadQPS.Del = d
+	say(c, "   %.1f deleted/s, %.2f calls/request", d.Rate, d.CallsPerRequest())
+	_ = leaderOp.Stop(5 * time.Second)
+
+	// 6. failover: two fresh replicas on a Lease of their own, the leader SIGKILLed under NBI load.
+	say(c, "6. failover: two --leader-elect replicas, %d requests, the leader SIGKILLed under %d NBI clients", failoverRequests, c.clients)
+	env := map[string]string{"PROVISIONING_REQUEST_SELECTOR": runLabel + "=failover"}
+	pairArgs := []string{"--leader-elect-id=o2ims-bench-failover"}
+	fa, err := st.StartOperatorWith(ctx, env, pairArgs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fa.Stop(5 * time.Second) }()
+	fb, err := st.StartOperatorWith(ctx, env, pairArgs)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = fb.Stop(5 * time.Second) }()
+	m := startMeter(nil)
+	fo, err := st.MeasureFailover(ctx, fa, fb, stack.FailoverOptions{
+		Label: runLabel, Value: "failover", Requests: failoverRequests, Readers: c.clients,
+		Trickle: 200 * time.Millisecond, Before: 5 * time.Second, After: 5 * time.Second, LeaseDuration: failoverLease,
+	})
+	rep.FailoverCPU = m.end()
+	if err != nil {
+		return err
+	}
+	rep.Failover, rep.FailoverReaders = fo, c.clients
+	say(c, "   new leader after %s; survivor %d reads, %d failed; killed replica %d reads after the kill, %d refused, %d failed on the survivor; PackageVariant POSTs %v",
+		fo.NewLeaderAfter.Round(100*time.Millisecond), fo.SurvivorReads, fo.SurvivorFailed, fo.DeadReads, fo.DeadRefused, fo.DeadRetryFailed, fo.PackageVariantPOSTs)
 	say(c, "stopping stack B")
 	return nil
 }
