@@ -94,16 +94,16 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 		return c.handleCause(ctx, key, u, p, st, ReasonDelete, nil, nil, false, now, log)
 	}
 
-	if w.needsFinalizer() && !hasFinalizer {
+	switch c.finalizerBefore(u, hasFinalizer) {
+	case finalizerAdd:
 		// Added in a pass of its own, before any handler runs, so nothing a handler creates can outlive
-		// the object unnoticed.
+		// the object unnoticed (finalizer.go: when it is needed).
 		p.finalizers = append(append([]string{}, u.GetFinalizers()...), w.finalizer)
 		if res, ok := c.apply(ctx, key, u, p, log); !ok {
 			return res
 		}
 		return passResult{now: true}
-	}
-	if !w.needsFinalizer() && hasFinalizer && w.finalizer != "" {
+	case finalizerRemove:
 		p.finalizers = removeString(u.GetFinalizers(), w.finalizer)
 	}
 
@@ -428,6 +428,9 @@ func (c *controller) finishPass(ctx context.Context, key string, u *unstructured
 			res.after = soonest(res.after, next)
 		}
 	}
+	// An optional delete handler's finalizer rides along this pass's writes when they make it needed or
+	// write the object anyway (finalizer.go).
+	c.rideFinalizer(u, p)
 	applied, ok := c.apply(ctx, key, u, p, log)
 	if !ok {
 		return applied
