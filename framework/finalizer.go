@@ -1,7 +1,13 @@
 package framework
 
 import (
+	"context"
 	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -90,10 +96,30 @@ func (c *controller) rideFinalizer(u *unstructured.Unstructured, p *Patch) {
 		slices.Contains(u.GetFinalizers(), w.finalizer) {
 		return
 	}
-	if p.metadataPatch(u) == nil && !w.holds(afterStatus(u, p), c.op.cache) {
+	writes := p.metadataPatch(u) != nil
+	needed := w.holds(afterStatus(u, p), c.op.cache)
+	if !writes && !needed {
 		return
 	}
 	p.finalizers = append(append([]string{}, u.GetFinalizers()...), w.finalizer)
+	p.finalizerRides = !needed
+}
+
+// patchObject sends the object's merge patch. A finalizer change carries the cached resourceVersion, so a
+// concurrent change of the object fails it with a conflict; when the finalizer only rode along (nothing
+// needs it yet), that conflict must not cost the pass's other changes: they are sent again without it, as
+// they would have been without the ride (the diff-base computed from the object this pass handled, so a
+// spec change that raced it is seen as an update next pass, not folded into a re-run create).
+func (c *controller) patchObject(ctx context.Context, ri dynamic.ResourceInterface, u *unstructured.Unstructured, p *Patch, body []byte) (*unstructured.Unstructured, error) {
+	out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+	if err == nil || !p.finalizerRides || !apierrors.IsConflict(err) {
+		return out, err
+	}
+	p.finalizers, p.finalizerRides = nil, false
+	if body = p.metadataPatch(u); body == nil {
+		return nil, err
+	}
+	return ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
 }
 
 // afterStatus is the object as the pass's status patch will leave it.

@@ -452,7 +452,7 @@ func (c *controller) apply(ctx context.Context, key string, u *unstructured.Unst
 		u.SetResourceVersion(out.GetResourceVersion())
 	}
 	if body := p.metadataPatch(u); body != nil {
-		out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+		out, err := c.patchObject(ctx, ri, u, p, body)
 		if err != nil {
 			return c.writeFailed(key, "object", err, log), false
 		}

@@ -23,6 +23,8 @@ type Patch struct {
 
 	// finalizers, when non-nil, is the complete desired finalizer list (framework only).
 	finalizers []string
+	// finalizerRides: the finalizer was added only because the object is written anyway (finalizer.go).
+	finalizerRides bool
 }
 
 func newPatch() *Patch {
