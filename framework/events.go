@@ -125,8 +125,12 @@ func (r *eventRecorder) post(obj runtime.Object, eventType, reason, message stri
 	shard := shardOf(ref.UID, ref.Name, len(r.queues))
 	r.mu.Lock()
 	if r.closed || r.pending >= maxPendingEvents {
+		why := "queue_full"
+		if r.closed {
+			why = "stopped"
+		}
 		r.mu.Unlock()
-		r.dropped("queue_full", e, nil)
+		r.dropped(why, e, nil)
 		return
 	}
 	r.queues[shard] = append(r.queues[shard], e)
