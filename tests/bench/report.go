@@ -116,7 +116,7 @@ func (r *report) summary(p printer) {
 	d, q := r.LoadDefault, r.LoadQPS
 	p("| load ≥ %.0f requests/s (1 000 at once, zero-delay world) | %.1f/s with the default client limits; %.1f/s with `--kube-api-qps=1000 --kube-api-burst=2000` | %s: %s |\n",
 		targetRate, d.Rate, q.Rate, yes(q.Rate >= targetRate && d.Rate >= targetRate), r.rateBound())
-	p("| ≤ %.0f API-server writes per fulfilled request (happy path) | %.2f without events, %.2f with events (default limits) | %s: %s |\n",
+	p("| ≤ %.0f API-server writes per fulfilled request (happy path) | %.3f without events, %.2f with events (default limits) | %s: %s |\n",
 		targetWrites, d.WritesPerRequest(false), d.WritesPerRequest(true), yes(d.WritesPerRequest(false) <= targetWrites), r.writesBound())
 	p("| no Event lost under the burst (1 000 requests at once) | due / held by the API server: %s with the default limits (%.1f requests/s); %s with the raised limits (%.1f requests/s) | %s |\n",
 		eventsDueHeld(d), d.Rate, eventsDueHeld(q), q.Rate, yes(eventsWhole(d) && eventsWhole(q)))
@@ -328,7 +328,7 @@ func (r *report) loadSection(p printer) {
 		"needs more API-server CPU than this 2-core machine has.\n\n",
 		secs(q.RateLimiter.Sum), q.Rate, q.Rate/max(d.Rate, 0.001), 100*q.CPU.Machine/(q.CPU.Wall.Seconds()*float64(r.Machine.Cores)), r.Machine.Cores,
 		q.CPU.Cores("kube-apiserver"), q.APIServer.Writes/q.CPU.Wall.Seconds(), q.CPU.Cores("operator"), targetRate)
-	p("**Writes per request** (target ≤ %.0f): %s — %.2f without events: %s.", targetWrites,
+	p("**Writes per request** (target ≤ %.0f): %s — %.3f without events: %s.", targetWrites,
 		yes(d.WritesPerRequest(false) <= targetWrites), d.WritesPerRequest(false), r.writesBound())
 	if d.WritesPerRequest(false) > targetWrites {
 		p(" The four writes every fulfilled request needs: the PackageVariant, the `progressing` and `fulfilled` status " +
