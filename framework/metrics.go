@@ -20,11 +20,12 @@ type Metrics struct {
 	HandlerRetries    *prometheus.CounterVec
 	PermanentFailures *prometheus.CounterVec
 	Writes            *prometheus.CounterVec
-	// Events: handed to client-go's recorder, taken off its queue by the writer (the difference was dropped
-	// or is still queued), and the writer's API calls by result.
+	// Events: handed to the recorder, taken off its queues by the writers (the difference is queued or was
+	// dropped), the writers' API calls by result, and what was dropped, by reason.
 	EventsPosted     *prometheus.CounterVec
 	EventsDispatched prometheus.Counter
 	EventWrites      *prometheus.CounterVec
+	EventsDropped    *prometheus.CounterVec
 	workqueue        *workqueueMetrics
 }
 
@@ -53,26 +54,33 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 		}, []string{"resource", "subresource"}),
 		EventsPosted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "events_posted_total",
-			Help: "Kubernetes Events handed to client-go's recorder, by type (Normal, Warning).",
+			Help: "Kubernetes Events handed to the event recorder, by type (Normal, Warning).",
 		}, []string{"type"}),
 		EventsDispatched: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "events_dispatched_total",
-			Help: "Events taken off client-go's event queue by the writer; posted minus dispatched were dropped (queue full) or are still queued.",
+			Help: "Events taken off the recorder's queues by its writers; posted minus dispatched are queued or were dropped (events_dropped_total{reason=\"queue_full\"}).",
 		}),
 		EventWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "event_writes_total",
 			Help: "Event writes (create, patch) sent to the API server, by result (success, error).",
 		}, []string{"result"}),
+		EventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "events_dropped_total",
+			Help: "Events that never reached the API server, by reason: queue_full (more than 20000 waiting), budget (client-go's per-object budget: 25, then one per 5 minutes), rejected (refused, or retries spent), stopped (shutdown), unreferenceable.",
+		}, []string{"reason"}),
 		workqueue: newWorkqueueMetrics(),
 	}
 	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
-		m.EventsPosted, m.EventsDispatched, m.EventWrites)
+		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped)
 	// Known label values are exposed at zero from the start, so increase() and alerts see the first event.
 	for _, t := range []string{"Normal", "Warning"} {
 		m.EventsPosted.WithLabelValues(t)
 	}
 	for _, r := range []string{"success", "error"} {
 		m.EventWrites.WithLabelValues(r)
+	}
+	for _, r := range []string{"queue_full", "budget", "rejected", "stopped"} {
+		m.EventsDropped.WithLabelValues(r)
 	}
 	m.workqueue.register(reg)
 	registerClientGoMetrics(reg)

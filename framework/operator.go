@@ -450,7 +450,7 @@ func (o *Operator) runCleanup(ctx context.Context) {
 
 func (o *Operator) buildControllers() error {
 	for _, w := range o.watches {
-		if w.needsFinalizer() && w.finalizer == "" {
+		if w.usesFinalizer() && w.finalizer == "" {
 			return fmt.Errorf("framework: %s has delete handlers or timers but no Finalizer", gvrString(w.gvr))
 		}
 		indexers := cache.Indexers{

@@ -121,20 +121,20 @@ func (p *pass) run() passResult {
 
 func (p *pass) hasFinalizer() bool { return slices.Contains(p.obj.GetFinalizers(), p.c.w.finalizer) }
 
-// ensureFinalizer makes the object's finalizer what the watch needs. Adding it is a pass of its own, before
-// any handler runs, so nothing a handler creates can outlive the object unnoticed: then ended is true and
-// res says when to come back. Removing it (the watch has no delete handler) rides along this pass's patch.
+// ensureFinalizer makes the object's finalizer what the watch needs (finalizer.go says when). Adding it is
+// a pass of its own, before any handler runs, so nothing a handler creates can outlive the object
+// unnoticed: then ended is true and res says when to come back. Removing it (no handler needs it any more)
+// rides along this pass's patch. An optional delete handler's finalizer rides along later (pass.finish).
 func (p *pass) ensureFinalizer() (res passResult, ended bool) {
-	w := p.c.w
-	switch has := p.hasFinalizer(); {
-	case w.needsFinalizer() && !has:
-		p.patch.finalizers = append(append([]string{}, p.obj.GetFinalizers()...), w.finalizer)
+	switch p.c.finalizerBefore(p.obj, p.hasFinalizer()) {
+	case finalizerAdd:
+		p.patch.finalizers = append(append([]string{}, p.obj.GetFinalizers()...), p.c.w.finalizer)
 		if res, ok := p.apply(); !ok {
 			return res, true
 		}
 		return passResult{now: true}, true
-	case !w.needsFinalizer() && has && w.finalizer != "":
-		p.patch.finalizers = removeString(p.obj.GetFinalizers(), w.finalizer)
+	case finalizerRemove:
+		p.patch.finalizers = removeString(p.obj.GetFinalizers(), p.c.w.finalizer)
 	}
 	return passResult{}, false
 }
@@ -313,6 +313,9 @@ func (p *pass) finish(res passResult) passResult {
 			res.after = soonest(res.after, next)
 		}
 	}
+	// An optional delete handler's finalizer rides along this pass's writes when they make it needed or
+	// write the object anyway (finalizer.go).
+	p.c.rideFinalizer(p.obj, p.patch)
 	if applied, ok := p.apply(); !ok {
 		return applied
 	}

@@ -28,6 +28,8 @@ type Patch struct {
 
 	// finalizers, when non-nil, is the complete desired finalizer list (framework only).
 	finalizers []string
+	// finalizerRides: the finalizer was added only because the object is written anyway (finalizer.go).
+	finalizerRides bool
 }
 
 func newPatch() *Patch {
@@ -150,7 +152,7 @@ func (p *pass) apply() (res passResult, ok bool) {
 		u.SetResourceVersion(out.GetResourceVersion())
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
-		out, err := ri.Patch(p.ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+		out, err := c.patchObject(p.ctx, ri, u, p.patch, body)
 		if err != nil {
 			return p.writeFailed("object", err), false
 		}

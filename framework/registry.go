@@ -47,6 +47,8 @@ func OwnProgressEvents() HandlerOption { return func(h *handlerSpec) { h.ownProg
 
 type handlerSpec struct {
 	ownProgress bool
+	// neededWhen makes a delete handler optional except for objects it answers true for (finalizer.go).
+	neededWhen HoldsFunc
 	// field limits an update handler to changes under this path of the essence (nil = any change).
 	field       []string
 	id          string
@@ -150,7 +152,8 @@ type WatchOptions struct {
 	Namespaced bool
 	// Namespace restricts a namespaced watch to one namespace ("" = all).
 	Namespace string
-	// Finalizer is the name added while delete handlers or timers exist (required then).
+	// Finalizer is the name added while delete handlers or timers exist (required then; see NeededWhen for
+	// when it is added).
 	Finalizer string
 	// LabelSelector restricts the watch to matching objects (kopf's labels= filter).
 	LabelSelector string
@@ -197,7 +200,7 @@ func (w *Watch) OnUpdate(id string, fn HandlerFunc, opts ...HandlerOption) {
 }
 
 // OnDelete registers a handler run while the object is being deleted; the finalizer stays until all delete
-// handlers are done.
+// handlers are done. With NeededWhen it is optional for objects that hold nothing only it releases.
 func (w *Watch) OnDelete(id string, fn HandlerFunc, opts ...HandlerOption) {
 	w.add(ReasonDelete, id, fn, opts)
 }
@@ -220,11 +223,6 @@ func (w *Watch) Index(name string, fn IndexFunc) { w.indexers[name] = fn }
 // Related wakes watched objects when objects of another resource change. namespace "" watches all.
 func (w *Watch) Related(gvr schema.GroupVersionResource, namespace string, mapFn MapFunc) {
 	w.related = append(w.related, relatedSpec{gvr: gvr, namespace: namespace, mapFn: mapFn})
-}
-
-// needsFinalizer is kopf's rule: delete handlers or timers imply a finalizer.
-func (w *Watch) needsFinalizer() bool {
-	return len(w.handlers[ReasonDelete]) > 0 || len(w.timers) > 0
 }
 
 // SameName maps a related object to the watched object of the same name (in the related object's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,10 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 	require.Len(t, pv.GetOwnerReferences(), 1)
 	assert.Equal(t, pr.GetUID(), pv.GetOwnerReferences()[0].UID)
 
-	assert.Contains(t, done.GetFinalizers(), Finalizer)
+	eventually(t, 10*time.Second, func() bool {
+		u, _ := getPR(t, srv, "happy-1")
+		return slices.Contains(u.GetFinalizers(), Finalizer)
+	}, "a handled request has no finalizer")
 	eventually(t, 10*time.Second, func() bool {
 		return hasEvent(eventsOf(t, srv, "happy-1"), corev1.EventTypeNormal, EventProgressing, "rendering")
 	}, "no Progressing event")
@@ -77,14 +81,73 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 		}
 	}
 	t.Logf("API writes for one fulfilled request: %d object writes %v, %d event writes", objectWrites, nonEvents(all), eventWrites)
-	// One finalizer patch before anything else, one create, one closing patch (diff-base); the rest are
-	// status writes, each of which changed what the request says.
+	// One create and one closing patch (diff-base, with the finalizer riding along: no pass of its own);
+	// the rest are status writes, each of which changed what the request says. Four in all when the world
+	// answers fast enough for one progressing write: PackageVariant, progressing, fulfilled, diff-base.
 	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"))
-	assert.Equal(t, 2, len(c.rec.writes("/provisioningrequests/happy-1"))-len(c.rec.writes("/provisioningrequests/happy-1/status")))
+	metaWrites := len(c.rec.writes("/provisioningrequests/happy-1")) - len(c.rec.writes("/provisioningrequests/happy-1/status"))
+	assert.Equal(t, 1, metaWrites, "object writes: %v", nonEvents(all))
+	closing := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1")
+	require.NotEmpty(t, closing)
+	assert.Contains(t, closing[len(closing)-1], `"finalizers":["`+Finalizer+`"]`, "the finalizer did not ride along the diff-base")
+	assert.Contains(t, closing[len(closing)-1], "last-handled-configuration")
 	statuses := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1/status")
 	for i := 1; i < len(statuses); i++ {
 		assert.NotEqual(t, statuses[i-1], statuses[i], "a status write that changed nothing")
 	}
+}
+
+// A request deleted before it was handled holds nothing the garbage collector would not remove: it carries
+// no finalizer, goes at once, and its PackageVariant names it as its owner. (tests/kubeapi runs no
+// kube-controller-manager, so the collection itself is not observed here; the ownerReference it follows is.)
+func TestDeletingAnUnhandledRequestLeavesItsPackageVariantToTheGarbageCollector(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "gc", nil, nil)
+	pr := createPR(t, srv, provisioningRequest("gc-1", "gc", tmplNeverProvision, map[string]any{"clusterName": "edge-gc-1"}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, "gc-1")
+		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+	}, "never waited for the cluster")
+	u, _ := getPR(t, srv, "gc-1")
+	assert.Empty(t, u.GetFinalizers(), "a request holding nothing but its PackageVariant got a finalizer")
+	assert.Empty(t, nonStatus(c.rec.writes("/provisioningrequests/gc-1")), "the request's metadata was written mid-create")
+
+	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
+	eventually(t, 10*time.Second, func() bool { _, ok := getPR(t, srv, "gc-1"); return !ok }, "the request was held")
+	pv, ok := getPV(t, srv, "gc-1")
+	require.True(t, ok)
+	require.Len(t, pv.GetOwnerReferences(), 1)
+	ref := pv.GetOwnerReferences()[0]
+	assert.Equal(t, pr.GetUID(), ref.UID)
+	assert.Equal(t, "ProvisioningRequest", ref.Kind)
+	assert.Equal(t, ProvisioningRequestGVR.GroupVersion().String(), ref.APIVersion)
+	assert.Equal(t, "gc-1", ref.Name)
+	assert.Zero(t, c.rec.count("DELETE", "/packagevariants/gc-1"), "a release ran without a finalizer")
+
+	// Re-created under the same name before the collector got to the old PackageVariant: the new request
+	// waits for it instead of failing over a "foreign" one, and carries on once it is gone.
+	createPR(t, srv, provisioningRequest("gc-1", "gc", tmplOK, map[string]any{"clusterName": "edge-gc-1b"}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, "gc-1")
+		return ok && strings.Contains(CurrentStatus(u).Message, "package variant of an earlier request of this name")
+	}, "the re-created request did not wait for the collector")
+	time.Sleep(500 * time.Millisecond)
+	u, _ = getPR(t, srv, "gc-1")
+	assert.Equal(t, StateProgressing, CurrentStatus(u).State)
+	// What the garbage collector does: delete the dependent whose owner is gone.
+	require.NoError(t, srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
+	waitState(t, srv, "gc-1", StateFulfilled, 30*time.Second)
+}
+
+func nonStatus(ws []string) []string {
+	var out []string
+	for _, w := range ws {
+		if !strings.HasSuffix(w, "/status") {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func nonEvents(ws []string) []string {
@@ -342,12 +405,12 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	before, _ := getPR(t, srv, "python-1")
 
 	c := startChain(t, srv, "python", nil, nil)
-	eventually(t, 20*time.Second, func() bool {
-		got, _ := getPR(t, srv, "python-1")
-		return len(got.GetFinalizers()) == 1
-	}, "the finalizer (so its deletion is cleaned up) was never added")
-	time.Sleep(time.Second)
+	eventually(t, 20*time.Second, func() bool { return c.rec.count("GET", "") > 0 }, "the operator never started")
+	time.Sleep(2 * time.Second)
 	after, _ := getPR(t, srv, "python-1")
+	// It holds nothing (no PackageVariant left, no hosts): not even a finalizer is written.
+	assert.Empty(t, after.GetFinalizers())
+	assert.Empty(t, c.rec.writes("/provisioningrequests/python-1"), "a request that holds nothing was written")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "status changed")
 	assert.Equal(t, before.GetAnnotations(), after.GetAnnotations(), "kopf state changed")
 	assert.Zero(t, c.rec.count("POST", "/packagevariants"), "re-rendered a fulfilled request")

@@ -106,6 +106,8 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 	// Only a spec change is an update (kopf's on.update(field="spec")): GitOps tools' labels and
 	// annotations never re-drive a request.
 	w.OnUpdate("update_fn", h.Update, framework.Field("spec"), framework.OwnProgressEvents())
-	w.OnDelete(HandlerDelete, h.Release, framework.OwnProgressEvents())
+	// Deleting a request that holds nothing the garbage collector would not remove needs no finalizer
+	// (holds.go): it is added with the record of what needs releasing, or with the diff-base.
+	w.OnDelete(HandlerDelete, h.Release, framework.OwnProgressEvents(), framework.NeededWhen(h.holdsForRelease))
 	return w
 }

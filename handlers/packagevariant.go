@@ -159,6 +159,11 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		return nil, err
 	}
 	if found {
+		if !pvOwnedByRequest(pv, pr) && ownedByAnEarlierRequest(pv, pr) {
+			// The garbage collector removes it shortly (its owner is gone); failing over it would make a
+			// delete-and-re-create of the same name fail whenever it outran the collector.
+			return nil, h.waitWithinBudget(c, "rendering", "Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed", "")
+		}
 		if !pvOwnedByRequest(pv, pr) {
 			if !h.madeByThePythonImage(pv, pr, req) {
 				return nil, h.conflict(c, pv)
@@ -196,6 +201,8 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		case gerr == nil && h.madeByThePythonImage(live, pr, req):
 			// Not in our cache yet when we looked: the Python image's, made for this request.
 			return h.adopt(ctx, c, live, req)
+		case gerr == nil && ownedByAnEarlierRequest(live, pr):
+			return nil, h.waitWithinBudget(c, "rendering", "Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed", "")
 		case gerr == nil:
 			return nil, h.conflict(c, live)
 		case framework.IsClass(gerr, framework.ClassNotFound):

@@ -268,6 +268,26 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 		}
 	}
 
+	// kopf 1.40.1's cause rules at the rolled-back image's start: every request runs create_fn again —
+	// those in flight as a create (no diff-base), the fulfilled one as a resume — after kopf removed the
+	// finalizer where one was added (the fulfilled one's came with its diff-base; rb-python's before its
+	// Python PackageVariant, which carried no ownerReference, was adopted); deleted under the Python image,
+	// a request goes at once.
+	for name, want := range map[string]struct {
+		reason    string
+		finalizer bool
+	}{"rb-python": {kopf140.ReasonCreate, true}, "rb-ours": {kopf140.ReasonCreate, false}, "rb-done": {kopf140.ReasonResume, true}} {
+		u, _ := getPR(t, srv, name)
+		d := kopf140.Decide(u, true)
+		assert.Equal(t, want.finalizer, d.RemovesFinalizer, "%s: finalizer", name)
+		assert.Equal(t, want.reason, d.Final().Reason, name)
+		assert.True(t, d.Final().RunsCreateFn, "%s: the Python image would not carry on with it", name)
+		gone := u.DeepCopy()
+		now := metav1.Now()
+		gone.SetDeletionTimestamp(&now)
+		assert.True(t, kopf140.Decide(gone, true).Gone || !want.finalizer, "%s: a deletion under the Python image is held", name)
+	}
+
 	u, _ := getPR(t, srv, "rb-python")
 	ann := u.GetAnnotations()
 	r := kopf140.Read(u)

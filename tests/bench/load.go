@@ -201,6 +201,9 @@ type loadRun struct {
 	APIServer    apiRequests        // everything the API server served during the run (operator, world, creates)
 	EventsKept   int                // events about this run's requests the API server holds
 	EventReasons map[string]int     // their reasons (with their counts)
+	EventsDue    float64            // events the operator's handlers and framework posted (o2ims_events_posted_total)
+	EventsHeld   int                // what the API server holds of them: its events' counts summed (a repeat is a count)
+	EventsLost   float64            // events the operator's recorder dropped, by its own count (o2ims_events_dropped_total)
 	Codes        map[string]float64 // the operator's write answers other than 2xx, by "resource METHOD code"
 	Note         string
 	Del          deletion // the same requests deleted at once afterwards
@@ -350,12 +353,15 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 	r.Passes = counterDelta(before, after, "o2ims_handler_runs_total", nil)
 	r.RateLimiter = histogramDelta(before, after, "rest_client_rate_limiter_duration_seconds", nil)
 	r.Codes = failedWrites(before, after)
+	r.EventsDue = counterDelta(before, after, "o2ims_events_posted_total", nil)
+	r.EventsLost = counterDelta(before, after, "o2ims_events_dropped_total", nil)
 	r.EventReasons = map[string]int{}
 	if evs, err := st.API.AdminClientset().CoreV1().Events("default").List(ctx, metav1.ListOptions{}); err == nil {
 		for _, e := range evs.Items {
 			if e.InvolvedObject.Kind == "ProvisioningRequest" && strings.HasPrefix(e.InvolvedObject.Name, run+"-") {
 				r.EventsKept++
 				r.EventReasons[e.Reason] += int(max(e.Count, 1))
+				r.EventsHeld += int(max(e.Count, 1))
 			}
 		}
 	}

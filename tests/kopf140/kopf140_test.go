@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -78,4 +79,37 @@ func TestWhatKopf140CannotReadIsReported(t *testing.T) {
 	r := Read(object(map[string]string{p + "create_fn": `{"subrefs":["create_fn/create_fn.\u003clocals\u003e.sub_creation"]}`}))
 	assert.Empty(t, r.Problems)
 	assert.True(t, strings.Contains(r.Records["create_fn"].Subrefs[0], "<locals>"))
+}
+
+// kopf 1.40.1's cause rules for the Python image's handlers (create_fn on create and resume, nothing
+// else): its finalizer is removed as not required, a deletion is let through, a missing diff-base is a
+// create, an unchanged one a resume at start and nothing later.
+func TestDecideFollowsKopf140sCauseRules(t *testing.T) {
+	spec := map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{"clusterName": "c"}}
+	fresh := object(nil)
+	assert.Equal(t, Decision{Reason: ReasonCreate, RunsCreateFn: true}, Decide(fresh, true))
+
+	handled := object(FulfilledAnnotations(spec, nil))
+	assert.Equal(t, Decision{Reason: ReasonResume, RunsCreateFn: true}, Decide(handled, true))
+	assert.Equal(t, Decision{Reason: ReasonNoop}, Decide(handled, false))
+
+	changed := handled.DeepCopy()
+	changed.Object["spec"].(map[string]any)["templateVersion"] = "v2"
+	assert.Equal(t, Decision{Reason: ReasonUpdate, RunsCreateFn: true}, Decide(changed, true), "resume rides along at start")
+	assert.Equal(t, Decision{Reason: ReasonUpdate}, Decide(changed, false), "no update handler")
+
+	withFin := handled.DeepCopy()
+	withFin.SetFinalizers([]string{Finalizer})
+	d := Decide(withFin, true)
+	assert.True(t, d.RemovesFinalizer)
+	assert.Equal(t, Decision{Reason: ReasonResume, RunsCreateFn: true}, d.Final())
+
+	deleting := withFin.DeepCopy()
+	now := metav1.Now()
+	deleting.SetDeletionTimestamp(&now)
+	assert.Equal(t, Decision{Reason: ReasonDelete, Gone: true}, Decide(deleting, true))
+	deleting.SetFinalizers([]string{Finalizer, "porch.kpt.dev/other"})
+	assert.Equal(t, Decision{Reason: ReasonDelete}, Decide(deleting, true), "another finalizer still holds it")
+	deleting.SetFinalizers([]string{"porch.kpt.dev/other"})
+	assert.Equal(t, Decision{Reason: ReasonFree}, Decide(deleting, true))
 }
