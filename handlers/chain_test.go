@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -27,15 +29,15 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 		"clusterName": "edge-happy-1", "labels": map[string]any{"site": "lab-3", "nephio.org/region": "eu"},
 	}))
 
-	done := waitState(t, srv, "happy-1", StateFulfilled, 30*time.Second)
-	st := CurrentStatus(done)
+	done := waitState(t, srv, "happy-1", v1alpha1.StateFulfilled, 30*time.Second)
+	st := v1alpha1.StatusOf(done)
 	assert.Equal(t, "Cluster resource created", st.Message)
 	ts, err := time.Parse(time.RFC3339, st.UpdateTime)
 	require.NoError(t, err, "provisioningUpdateTime is RFC 3339")
 	assert.True(t, strings.HasSuffix(st.UpdateTime, "Z"), "UTC")
 	assert.WithinDuration(t, time.Now(), ts, time.Minute)
 
-	cl, err := srv.AdminDynamic().Resource(ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-happy-1", metav1.GetOptions{})
+	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-happy-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	set, _, _ := unstructured.NestedMap(done.Object, "status", "provisionedResourceSet")
 	assert.Equal(t, map[string]any{"oCloudNodeClusterId": string(cl.GetUID()), "oCloudInfrastructureResourceIds": []any{}}, set)
@@ -115,9 +117,9 @@ func TestInvalidSpecFailsWithoutAPackageVariant(t *testing.T) {
 		createPR(t, srv, provisioningRequest(name, "invalid", tmplOK, tc.params))
 	}
 	for name, tc := range cases {
-		u := waitState(t, srv, name, StateFailed, 30*time.Second)
-		assert.Equal(t, "Provisioning request validation failed; reason: ", CurrentStatus(u).Message[:len("Provisioning request validation failed; reason: ")], name)
-		assert.Contains(t, CurrentStatus(u).Message, tc.reason, name)
+		u := waitState(t, srv, name, v1alpha1.StateFailed, 30*time.Second)
+		assert.Equal(t, "Provisioning request validation failed; reason: ", v1alpha1.StatusOf(u).Message[:len("Provisioning request validation failed; reason: ")], name)
+		assert.Contains(t, v1alpha1.StatusOf(u).Message, tc.reason, name)
 		_, exists := getPV(t, srv, name)
 		assert.False(t, exists, "%s: no PackageVariant for an invalid request", name)
 		eventually(t, 10*time.Second, func() bool {
@@ -136,7 +138,7 @@ func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
 			"annotations": map[string]any{AnnotationRequestUID: "someone-else", AnnotationDownstream: "edge-foreign-1"}},
 		"spec": map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-foreign-1"}},
 	}}
-	foreign, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
+	foreign, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// Let the world render it, so its resourceVersion settles before the request arrives.
 	eventually(t, 10*time.Second, func() bool {
@@ -147,14 +149,14 @@ func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
 	before, _ := getPV(t, srv, "foreign-1")
 
 	createPR(t, srv, provisioningRequest("foreign-1", "foreign", tmplOK, map[string]any{"clusterName": "edge-foreign-1"}))
-	u := waitState(t, srv, "foreign-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Provisioning request creation failed; reason: package variant default/foreign-1 already exists and belongs to another request", CurrentStatus(u).Message)
+	u := waitState(t, srv, "foreign-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Provisioning request creation failed; reason: package variant default/foreign-1 already exists and belongs to another request", v1alpha1.StatusOf(u).Message)
 	eventually(t, 10*time.Second, func() bool {
 		return hasEvent(eventsOf(t, srv, "foreign-1"), corev1.EventTypeWarning, EventConflict, "belongs to another request")
 	}, "no Conflict event")
 
 	// Deleting the request leaves the foreign PackageVariant exactly as it was.
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "foreign-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "foreign-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "foreign-1"); return !ok }, "request never deleted")
 	after, ok := getPV(t, srv, "foreign-1")
 	require.True(t, ok, "the foreign package variant was deleted")
@@ -168,10 +170,10 @@ func TestRenderingNotReadyIsProgressingWithItsReason(t *testing.T) {
 	createPR(t, srv, provisioningRequest("notready-1", "notready", tmplRenderFails, map[string]any{"clusterName": "edge-notready-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "notready-1")
-		return ok && CurrentStatus(u).Message == "Cluster instance rendering ongoing: Error: could not find upstream package revision"
+		return ok && v1alpha1.StatusOf(u).Message == "Cluster instance rendering ongoing: Error: could not find upstream package revision"
 	}, "Ready=False not reported with its reason")
 	u, _ := getPR(t, srv, "notready-1")
-	assert.Equal(t, StateProgressing, CurrentStatus(u).State)
+	assert.Equal(t, v1alpha1.StateProgressing, v1alpha1.StatusOf(u).State)
 }
 
 func TestBudgetExpiresWhileRendering(t *testing.T) {
@@ -179,8 +181,8 @@ func TestBudgetExpiresWhileRendering(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "budget-render", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("budget-render-1", "budget-render", tmplNeverRenders, map[string]any{"clusterName": "edge-br-1"}))
-	u := waitState(t, srv, "budget-render-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", CurrentStatus(u).Message)
+	u := waitState(t, srv, "budget-render-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", v1alpha1.StatusOf(u).Message)
 }
 
 func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
@@ -188,9 +190,9 @@ func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "budget-cluster", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("budget-cluster-1", "budget-cluster", tmplNeverProvision, map[string]any{"clusterName": "edge-bc-1"}))
-	u := waitState(t, srv, "budget-cluster-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning): Available=False NotAvailable: * ControlPlaneAvailable: waiting for the control plane")
-	assert.Contains(t, CurrentStatus(u).Message, "timed out after 3s")
+	u := waitState(t, srv, "budget-cluster-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing (Provisioning): Available=False NotAvailable: * ControlPlaneAvailable: waiting for the control plane")
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "timed out after 3s")
 }
 
 func TestClusterFailureFailsTheRequest(t *testing.T) {
@@ -198,8 +200,8 @@ func TestClusterFailureFailsTheRequest(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "cluster-fails", nil, nil)
 	createPR(t, srv, provisioningRequest("cluster-fails-1", "cluster-fails", tmplClusterFails, map[string]any{"clusterName": "edge-cf-1"}))
-	u := waitState(t, srv, "cluster-fails-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Cluster resource creation failed; reason: InvalidConfiguration: invalid machine template", CurrentStatus(u).Message)
+	u := waitState(t, srv, "cluster-fails-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster resource creation failed; reason: InvalidConfiguration: invalid machine template", v1alpha1.StatusOf(u).Message)
 }
 
 func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.T) {
@@ -210,7 +212,7 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 	createPR(t, srv, provisioningRequest("restart-1", "restart", tmplNeverProvision, map[string]any{"clusterName": "edge-restart-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "restart-1")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing")
 	}, "never reached the cluster wait")
 	require.Equal(t, 1, first.rec.count("POST", "/packagevariants"))
 	first.stop(t)
@@ -219,9 +221,9 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 	created = u.GetCreationTimestamp().Time
 
 	second := startChain(t, srv, "restart", budget, nil)
-	failed := waitState(t, srv, "restart-1", StateFailed, 30*time.Second)
+	failed := waitState(t, srv, "restart-1", v1alpha1.StateFailed, 30*time.Second)
 	assert.Zero(t, second.rec.count("POST", "/packagevariants"), "the restarted operator created a second package variant")
-	updated, err := time.Parse(time.RFC3339, CurrentStatus(failed).UpdateTime)
+	updated, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(failed).UpdateTime)
 	require.NoError(t, err)
 	// Measured from creationTimestamp (second precision), not from the restart: no fresh budget.
 	assert.Less(t, updated.Sub(created), 6*time.Second+3*time.Second, "the restart granted a fresh budget")
@@ -236,10 +238,10 @@ func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
 	}}
 	c := startChain(t, srv, "lost", nil, rec)
 	createPR(t, srv, provisioningRequest("lost-1", "lost", tmplOK, map[string]any{"clusterName": "edge-lost-1"}))
-	waitState(t, srv, "lost-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "lost-1", v1alpha1.StateFulfilled, 30*time.Second)
 	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"), "the create was retried blindly")
 	assert.GreaterOrEqual(t, c.rec.count("GET", "/packagevariants/lost-1"), 1, "no read-back")
-	list, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	n := 0
 	for _, pv := range list.Items {
@@ -255,11 +257,11 @@ func TestDeletionRemovesOurPackageVariantThenTheFinalizer(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "delete", nil, nil)
 	createPR(t, srv, provisioningRequest("delete-1", "delete", tmplOK, map[string]any{"clusterName": "edge-delete-1"}))
-	waitState(t, srv, "delete-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "delete-1", v1alpha1.StateFulfilled, 30*time.Second)
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
 	// Porch holds the package variant for a moment (its finalizer); the request shows deleting meanwhile.
-	waitState(t, srv, "delete-1", StateDeleting, 30*time.Second)
+	waitState(t, srv, "delete-1", v1alpha1.StateDeleting, 30*time.Second)
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "delete-1"); return !ok }, "request never went away")
 	_, pvLeft := getPV(t, srv, "delete-1")
 	assert.False(t, pvLeft, "the request's package variant outlived it")
@@ -272,7 +274,7 @@ func TestWaitingPassesWriteNothingNew(t *testing.T) {
 	createPR(t, srv, provisioningRequest("quiet-1", "quiet", tmplNeverProvision, map[string]any{"clusterName": "edge-quiet-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "quiet-1")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing (Provisioning")
 	}, "never waited for the cluster")
 	before := len(c.rec.writes("/provisioningrequests/quiet-1"))
 	time.Sleep(2 * time.Second) // ten passes at the 200ms safety net
@@ -287,7 +289,7 @@ func TestRelatedChangesWakeTheRequestLongBeforeTheRequeue(t *testing.T) {
 	createPR(t, srv, provisioningRequest("wake-1", "wake", tmplOK, map[string]any{"clusterName": "edge-wake-1"}))
 	// Rendering (200ms) and provisioning (400ms) end long before a 10-minute requeue: only the
 	// PackageVariant's and the Cluster's own changes can have woken the request.
-	waitState(t, srv, "wake-1", StateFulfilled, 20*time.Second)
+	waitState(t, srv, "wake-1", v1alpha1.StateFulfilled, 20*time.Second)
 }
 
 func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
@@ -295,9 +297,9 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "update", nil, nil)
 	createPR(t, srv, provisioningRequest("update-1", "update", tmplOK, map[string]any{"clusterName": "edge-update-1"}))
-	waitState(t, srv, "update-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "update-1", v1alpha1.StateFulfilled, 30*time.Second)
 
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "update-1", types.MergePatchType,
 		[]byte(`{"spec":{"templateVersion":"v2.0.0"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, func() bool {
@@ -308,15 +310,15 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool {
 		u, _ := getPR(t, srv, "update-1")
 		_, has := u.Object["status"].(map[string]any)["extensions"]
-		return CurrentStatus(u).State == StateFulfilled && has
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && has
 	}, "never fulfilled again after the update")
 
 	// clusterName is immutable once the package variant exists.
-	_, err = srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+	_, err = srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "update-1", types.MergePatchType,
 		[]byte(`{"spec":{"templateParameters":{"clusterName":"edge-other"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	u := waitState(t, srv, "update-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, `clusterName cannot change from "edge-update-1" to "edge-other"`)
+	u := waitState(t, srv, "update-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, `clusterName cannot change from "edge-update-1" to "edge-other"`)
 }
 
 // A fulfilled request the Python operator handled (its kopf annotations, no PackageVariant left) is not
@@ -337,7 +339,7 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 		"provisioningStatus":     map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
 		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "0b7e1a4c-6f3e-4d38-9c1d-7c9a2f1f0e11", "oCloudInfrastructureResourceIds": []any{}},
 	}
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	before, _ := getPR(t, srv, "python-1")
 

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -228,14 +230,14 @@ func provisioningRequest(name, label, template string, params map[string]any) *u
 
 func createPR(t *testing.T, srv *kubeapi.Server, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
-	out, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Create(context.Background(), u, metav1.CreateOptions{})
+	out, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return out
 }
 
 func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
 	t.Helper()
-	u, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false
 	}
@@ -245,7 +247,7 @@ func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstru
 // waitState waits until the request reaches a provisioning state and returns it.
 func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
-	var last ProvisioningStatus
+	var last v1alpha1.ProvisioningStatus
 	var u *unstructured.Unstructured
 	eventually(t, timeout, func() bool {
 		var ok bool
@@ -253,7 +255,7 @@ func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout ti
 		if !ok {
 			return false
 		}
-		last = CurrentStatus(u)
+		last = v1alpha1.StatusOf(u)
 		return last.State == state
 	}, "request %s never reached %s; last status %+v", name, state, &last)
 	return u
@@ -261,7 +263,7 @@ func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout ti
 
 func getPV(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
 	t.Helper()
-	u, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	u, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false
 	}

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
@@ -69,7 +71,7 @@ type Handlers struct {
 // New builds the chain. clusterVersion comes from DetectClusterVersion; hosts is nil without an inventory.
 func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
 	return &Handlers{
-		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: ClusterGVR(clusterVersion),
+		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: external.ClusterGVR(clusterVersion),
 		kube: kube{dyn: clients.Dynamic}, hosts: hosts, metrics: newMetrics(reg),
 	}
 }
@@ -79,15 +81,15 @@ func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Ho
 // PackageVariant, Cluster or BareMetalHost changing.
 func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 	h.metrics.cache, h.metrics.handlers = op.Cache(), h
-	w := op.Watch(ProvisioningRequestGVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
+	w := op.Watch(v1alpha1.GVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
 	w.Index(IndexClusterName, func(u *unstructured.Unstructured) []string {
-		cn, _, _ := unstructured.NestedString(u.Object, "spec", "templateParameters", "clusterName")
+		cn := v1alpha1.ClusterName(u)
 		if cn == "" {
 			return nil
 		}
 		return []string{cn}
 	})
-	w.Related(PackageVariantGVR, h.cfg.PackageVariantNamespace,
+	w.Related(external.PackageVariantGVR, h.cfg.PackageVariantNamespace,
 		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
 	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
 	if h.hosts != nil {

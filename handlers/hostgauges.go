@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // hostGauges are counted from the requests' own host records at scrape time: right after a restart, no
@@ -29,9 +31,9 @@ func (hs *InventoryHosts) Describe(ch chan<- *prometheus.Desc) {
 func (hs *InventoryHosts) Collect(ch chan<- prometheus.Metric) {
 	claimed, failed := 0, 0
 	if hs.cache != nil {
-		if list, err := hs.cache.List(ProvisioningRequestGVR, ""); err == nil {
+		if list, err := hs.cache.List(v1alpha1.GVR, ""); err == nil {
 			for _, u := range list {
-				isFailed := CurrentStatus(u).State == StateFailed
+				isFailed := v1alpha1.StatusOf(u).State == v1alpha1.StateFailed
 				slots, _ := readSlots(u)
 				for _, s := range slots {
 					if s.Phase == phaseClaimed {

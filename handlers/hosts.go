@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -56,7 +57,7 @@ func (hs *InventoryHosts) Reserved() map[string]bool {
 
 // Related wakes a request when one of its BareMetalHosts changes (registering → available).
 func (hs *InventoryHosts) Related() []Related {
-	return []Related{{GVR: BareMetalHostGVR, Namespace: hs.cfg.Metal3Namespace, Map: framework.ByAnnotation(AnnotationRequestUID, IndexUID)}}
+	return []Related{{GVR: external.BareMetalHostGVR, Namespace: hs.cfg.Metal3Namespace, Map: framework.ByAnnotation(AnnotationRequestUID, IndexUID)}}
 }
 
 // SetCache lets the claimed-hosts gauge read the requests' records.
@@ -284,7 +285,7 @@ func (hs *InventoryHosts) register(ctx context.Context, c *framework.Cause, s *h
 // registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing.
 func (hs *InventoryHosts) registered(ctx context.Context, c *framework.Cause, s *hostSlot, cluster string) (bool, string, error) {
 	id, _ := netbox.ParseIdentity(s.ID)
-	bmh, found, err := c.Cache.Get(BareMetalHostGVR, hs.cfg.Metal3Namespace, bmhName(id))
+	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, hs.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
 		return false, "", err
 	}

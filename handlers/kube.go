@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -39,10 +41,10 @@ func describe(verb string, gvr schema.GroupVersionResource, ns, name string) str
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
-	PackageVariantGVR.GroupResource():                 "PackageVariant",
-	BareMetalHostGVR.GroupResource():                  "BareMetalHost",
-	ProvisioningRequestGVR.GroupResource():            "ProvisioningRequest",
-	{Group: "cluster.x-k8s.io", Resource: "clusters"}: "Cluster",
+	external.PackageVariantGVR.GroupResource(): external.PackageVariantKind,
+	external.BareMetalHostGVR.GroupResource():  external.BareMetalHostKind,
+	v1alpha1.GVR.GroupResource():               v1alpha1.Kind,
+	external.ClusterGVR("").GroupResource():    external.ClusterKind,
 }
 
 // get reads live, for when the cache cannot be trusted (after a write whose answer was lost, before

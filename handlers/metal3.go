@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -77,7 +78,7 @@ func (hs *InventoryHosts) ensureBMCSecret(ctx context.Context, c *framework.Caus
 func (hs *InventoryHosts) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s hostSlot, dev *netbox.Device, cluster string) error {
 	ns, name := hs.cfg.Metal3Namespace, bmhName(dev.ID)
 	bmh := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": BareMetalHostGVR.GroupVersion().String(), "kind": "BareMetalHost",
+		"apiVersion": external.BareMetalHostGVR.GroupVersion().String(), "kind": external.BareMetalHostKind,
 		"spec": map[string]any{
 			"online":         false,
 			"bootMACAddress": dev.BootMAC,
@@ -88,13 +89,13 @@ func (hs *InventoryHosts) ensureBareMetalHost(ctx context.Context, c *framework.
 	bmh.SetNamespace(ns)
 	bmh.SetLabels(map[string]string{LabelCluster: cluster, LabelRole: s.Role, LabelManagedBy: ManagedByValue})
 	bmh.SetAnnotations(map[string]string{AnnotationRequestUID: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
-	_, err := hs.k.create(ctx, BareMetalHostGVR, bmh)
+	_, err := hs.k.create(ctx, external.BareMetalHostGVR, bmh)
 	switch {
 	case err == nil:
 		c.Normal(EventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
 		return nil
 	case framework.IsClass(err, framework.ClassConflict):
-		live, gerr := hs.k.get(ctx, c, BareMetalHostGVR, ns, name)
+		live, gerr := hs.k.get(ctx, c, external.BareMetalHostGVR, ns, name)
 		if gerr != nil {
 			return gerr
 		}
@@ -136,14 +137,14 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 func (hs *InventoryHosts) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (gone bool, detail string, confirm bool, err error) {
 	uid := string(c.Object.GetUID())
 	ns := hs.cfg.Metal3Namespace
-	bmh, err := hs.k.get(ctx, c, BareMetalHostGVR, ns, bmhName(id))
+	bmh, err := hs.k.get(ctx, c, external.BareMetalHostGVR, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 	case err != nil:
 		return false, "", false, err
 	case ownedByRequest(bmh, uid):
 		if bmh.GetDeletionTimestamp() == nil {
-			if err := hs.k.delete(ctx, BareMetalHostGVR, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if err := hs.k.delete(ctx, external.BareMetalHostGVR, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return false, "", false, err
 			}
 			c.Normal(EventDeleted, fmt.Sprintf("Deleted BareMetalHost %s/%s", ns, bmh.GetName()))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -47,7 +48,7 @@ func TestChainSeriesExistBeforeTheFirstRequest(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	c := startChain(t, srv, "metrics-fresh", func(c *Config) { c.CreationTimeout = 1234 * time.Second }, nil)
 	reg := c.op.Registry()
-	for _, tr := range [][2]string{{"", StateProgressing}, {"", StateFailed}, {StateProgressing, StateFailed}, {StateProgressing, StateFulfilled}, {StateFulfilled, StateDeleting}} {
+	for _, tr := range [][2]string{{"", v1alpha1.StateProgressing}, {"", v1alpha1.StateFailed}, {v1alpha1.StateProgressing, v1alpha1.StateFailed}, {v1alpha1.StateProgressing, v1alpha1.StateFulfilled}, {v1alpha1.StateFulfilled, v1alpha1.StateDeleting}} {
 		v, ok := gathered(t, reg, "o2ims_provisioning_state_transitions_total", map[string]string{"from": tr[0], "to": tr[1]})
 		assert.True(t, ok, "transition %q → %q exposed before the first one", tr[0], tr[1])
 		assert.Zero(t, v)
@@ -82,7 +83,7 @@ func TestRequestAgesAndWaitingForHostsFollowTheRequests(t *testing.T) {
 	createPR(t, srv, provisioningRequest("age-hosts", "metrics-age", tmplOK, hostsParams("edge-age-hosts",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 99}})))
 	createPR(t, srv, provisioningRequest("age-done", "metrics-age", tmplOK, map[string]any{"clusterName": "edge-age-done"}))
-	waitState(t, srv, "age-done", StateFulfilled, 60*time.Second)
+	waitState(t, srv, "age-done", v1alpha1.StateFulfilled, 60*time.Second)
 
 	var waiting float64
 	eventually(t, 30*time.Second, func() bool {
@@ -91,14 +92,14 @@ func TestRequestAgesAndWaitingForHostsFollowTheRequests(t *testing.T) {
 	}, "the request without a matching host was not counted as waiting for hosts: %v", &waiting)
 
 	time.Sleep(2 * time.Second)
-	age, _ := gathered(t, reg, "o2ims_provisioning_request_oldest_age_seconds", map[string]string{"state": StateProgressing})
+	age, _ := gathered(t, reg, "o2ims_provisioning_request_oldest_age_seconds", map[string]string{"state": v1alpha1.StateProgressing})
 	upper := time.Since(created.GetCreationTimestamp().Time).Seconds() + 1 // creationTimestamp has whole seconds
 	assert.GreaterOrEqual(t, age, 2.0, "the oldest progressing request is at least as old as we waited")
 	assert.LessOrEqual(t, age, upper, "and no older than its creationTimestamp")
-	done, _ := gathered(t, reg, "o2ims_provisioning_request_oldest_age_seconds", map[string]string{"state": StateFulfilled})
+	done, _ := gathered(t, reg, "o2ims_provisioning_request_oldest_age_seconds", map[string]string{"state": v1alpha1.StateFulfilled})
 	assert.Greater(t, done, 0.0)
 	assert.Less(t, done, age+1, "fulfilled ages from its fulfilment, after the stuck request was created")
-	n, _ := gathered(t, reg, "o2ims_provisioning_requests", map[string]string{"state": StateProgressing})
+	n, _ := gathered(t, reg, "o2ims_provisioning_requests", map[string]string{"state": v1alpha1.StateProgressing})
 	assert.Equal(t, 2.0, n)
 
 	// More hosts: the request takes one and is no longer waiting.

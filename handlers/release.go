@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -22,7 +24,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
 
 	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
-	pv, err := h.kube.get(ctx, c, PackageVariantGVR, ns, name)
+	pv, err := h.kube.get(ctx, c, external.PackageVariantGVR, ns, name)
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 		// Nothing of ours left there.
@@ -30,7 +32,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		return h.deleting(c, "Deleting; retrying after: "+err.Error())
 	case h.isOurs(pv, pr):
 		if pv.GetDeletionTimestamp() == nil {
-			if err := h.kube.delete(ctx, PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if err := h.kube.delete(ctx, external.PackageVariantGVR, ns, name, pv.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
 			}
 			c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
@@ -46,7 +48,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			// for good: the release waits for an operator that has the inventory configured.
 			msg := fmt.Sprintf("Deleting; %d hosts (%s) are still claimed and cannot be released: the inventory is not configured (NETBOX_URL is not set); set NETBOX_URL to release them",
 				len(held), strings.Join(held, ", "))
-			if CurrentStatus(pr).Message != truncateMessage(msg) {
+			if v1alpha1.StatusOf(pr).Message != truncateMessage(msg) {
 				c.Warning(EventReleaseBlocked, msg)
 			}
 			return h.deleting(c, msg)
@@ -64,11 +66,11 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			return err
 		}
 	}
-	h.setStatus(c, StateDeleting, "Deleting; all resources released")
+	h.setStatus(c, v1alpha1.StateDeleting, "Deleting; all resources released")
 	return nil
 }
 
 func (h *Handlers) deleting(c *framework.Cause, message string) error { //nolint:unparam // always a TemporaryError
-	h.setStatus(c, StateDeleting, message)
+	h.setStatus(c, v1alpha1.StateDeleting, message)
 	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
 }

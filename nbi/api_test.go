@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -114,7 +115,7 @@ func TestPostCreatesTheRequestAndAnswers201WithItsInfo(t *testing.T) {
 	require.Equal(t, http.StatusCreated, x.code(), "%s", x.body)
 	require.Equal(t, namedPath(id), x.resp.Header.Get("Location"))
 
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{
 		"name": "edge cluster " + id, "description": "",
@@ -242,7 +243,7 @@ func TestPutReplacesTheSpecAndAnswers200(t *testing.T) {
 	require.Equal(t, string(created.GetUID()), info.ProvisioningRequestReference, "the same request")
 	require.Equal(t, PhaseProgressing, info.Status.ProvisioningPhase, "the status is left to the operator")
 
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "progressing", nested(stored, "status", "provisioningStatus", "provisioningState"))
 }
@@ -257,7 +258,7 @@ func TestPutOfAnAbsentRequestIs404(t *testing.T) {
 	id := e.id("absent")
 	x := e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)))
 	require.Equal(t, http.StatusNotFound, x.code())
-	_, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	_, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.True(t, isNotFound(err), "PUT does not create")
 }
 
@@ -294,7 +295,7 @@ func TestDeleteAnswers202ThenDeletingWhileHeldThen404(t *testing.T) {
 	again := e.do(http.MethodDelete, namedPath(id), nil)
 	require.Equal(t, http.StatusAccepted, again.code(), "deleting twice is accepted")
 
-	_, err := e.admin.Resource(provisioningRequests).Patch(context.Background(), id, "application/merge-patch+json",
+	_, err := e.admin.Resource(v1alpha1.GVR).Patch(context.Background(), id, "application/merge-patch+json",
 		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	e.eventually(namedPath(id), func(x *exchange) bool { return x.code() == http.StatusNotFound }, "404 once gone")

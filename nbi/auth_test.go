@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -102,7 +103,7 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 	reader := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-reader"},
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{provisioningRequests.Group}, Resources: []string{provisioningRequests.Resource},
+			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
 			Verbs: []string{"get", "list"},
 		}},
 	}
@@ -135,7 +136,7 @@ func TestAServiceAccountWithCreateMayPost(t *testing.T) {
 	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-writer"},
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{provisioningRequests.Group}, Resources: []string{provisioningRequests.Resource},
+			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
 			Verbs: []string{"get", "list", "create", "update", "delete"},
 		}},
 	}, metav1.CreateOptions{})

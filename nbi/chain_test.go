@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // A body the provisioning chain would fail is refused at the door with the chain's own parser: a 400
@@ -75,7 +77,7 @@ func TestPostAndPutRefuseWhatTheChainWouldFail(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, simpleSpec("edge-"+id), stored.Object["spec"])
 

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -51,7 +52,7 @@ type informerStore struct {
 
 func newInformerStore(t testing.TB, dyn dynamic.Interface, prefix string) *informerStore {
 	t.Helper()
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, provisioningRequests, "", 0, cache.Indexers{}, nil).Informer()
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, v1alpha1.GVR, "", 0, cache.Indexers{}, nil).Informer()
 	stop := make(chan struct{})
 	go inf.Run(stop)
 	t.Cleanup(func() { close(stop) })
@@ -169,7 +170,7 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 // deleteAll removes this test's requests, finalizers included.
 func (e *env) deleteAll() {
 	ctx := context.Background()
-	list, err := e.admin.Resource(provisioningRequests).List(ctx, metav1.ListOptions{})
+	list, err := e.admin.Resource(v1alpha1.GVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
 	}
@@ -178,10 +179,10 @@ func (e *env) deleteAll() {
 			continue
 		}
 		if len(u.GetFinalizers()) > 0 {
-			_, _ = e.admin.Resource(provisioningRequests).Patch(ctx, u.GetName(), "application/merge-patch+json",
+			_, _ = e.admin.Resource(v1alpha1.GVR).Patch(ctx, u.GetName(), "application/merge-patch+json",
 				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		}
-		_ = e.admin.Resource(provisioningRequests).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+		_ = e.admin.Resource(v1alpha1.GVR).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
 	}
 }
 
@@ -291,15 +292,15 @@ func requestBody(id string) map[string]any {
 func (e *env) createDirect(id string, spec map[string]any, finalizers ...string) *unstructured.Unstructured {
 	e.t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": provisioningRequests.GroupVersion().String(),
-		"kind":       provisioningRequestKind,
+		"apiVersion": v1alpha1.APIVersion,
+		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": id},
 		"spec":       spec,
 	}}
 	if len(finalizers) > 0 {
 		u.SetFinalizers(finalizers)
 	}
-	created, err := e.admin.Resource(provisioningRequests).Create(context.Background(), u, metav1.CreateOptions{})
+	created, err := e.admin.Resource(v1alpha1.GVR).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(e.t, err)
 	return created
 }
@@ -308,10 +309,10 @@ func (e *env) createDirect(id string, spec map[string]any, finalizers ...string)
 func (e *env) setStatus(id string, status map[string]any) *unstructured.Unstructured {
 	e.t.Helper()
 	ctx := context.Background()
-	u, err := e.admin.Resource(provisioningRequests).Get(ctx, id, metav1.GetOptions{})
+	u, err := e.admin.Resource(v1alpha1.GVR).Get(ctx, id, metav1.GetOptions{})
 	require.NoError(e.t, err)
 	u.Object["status"] = status
-	out, err := e.admin.Resource(provisioningRequests).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	out, err := e.admin.Resource(v1alpha1.GVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	require.NoError(e.t, err)
 	return out
 }
