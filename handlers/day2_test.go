@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 // Day-2 behaviour: what happens to a request after it was created, on the real API server with the
@@ -39,18 +39,6 @@ func deletePR(t *testing.T, srv *kubeapi.Server, name string) {
 func resourceIDs(u *unstructured.Unstructured) []string {
 	ids, _, _ := unstructured.NestedStringSlice(u.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	return ids
-}
-
-func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) (float64, bool) {
-	t.Helper()
-	families, err := g.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
 }
 
 // GitOps tools label and annotate what they touch: neither may re-drive a fulfilled or failed request,
@@ -124,7 +112,7 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	failed := waitState(t, srv, "terminal-1", v1alpha1.StateFailed, 30*time.Second)
 	assert.Contains(t, v1alpha1.StatusOf(failed).Message, "timed out after 4s")
 	eventually(t, 10*time.Second, func() bool {
-		v, ok := gaugeValue(t, c.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		v, ok := promtest.Gather(t, c.op.Registry()).Value("o2ims_hosts_held_by_failed_requests", nil)
 		return ok && v == 1
 	},
 		"the failed request's host is not counted")
@@ -157,7 +145,7 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	done := waitState(t, srv, "terminal-1", v1alpha1.StateFulfilled, 30*time.Second)
 	assert.Equal(t, []string{netbox.Identity(first)}, resourceIDs(done))
 	eventually(t, 10*time.Second, func() bool {
-		v, ok := gaugeValue(t, c2.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		v, ok := promtest.Gather(t, c2.op.Registry()).Value("o2ims_hosts_held_by_failed_requests", nil)
 		return ok && v == 0
 	},
 		"the gauge still counts a request that is no longer failed")

@@ -365,7 +365,7 @@ func settle(op *stack.Operator, quiet, max time.Duration) (stack.Metrics, error)
 	if err != nil {
 		return nil, err
 	}
-	lastTotal := sumMap(last.Writes())
+	lastTotal := sumMap(stack.Writes(last))
 	since := time.Now()
 	for time.Since(since) < quiet && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
@@ -373,7 +373,7 @@ func settle(op *stack.Operator, quiet, max time.Duration) (stack.Metrics, error)
 		if err != nil {
 			return nil, err
 		}
-		if tot := sumMap(m.Writes()); tot != lastTotal {
+		if tot := sumMap(stack.Writes(m)); tot != lastTotal {
 			lastTotal, since = tot, time.Now()
 		}
 		last = m
