@@ -69,10 +69,10 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 
 	// The writes it took, counted at the operator's transport (events are posted asynchronously and
 	// counted apart).
-	all := c.rec.writes("")
+	all := c.rec.Writes("")
 	var objectWrites, eventWrites int
 	for _, w := range all {
-		if strings.Contains(w, "/events") {
+		if strings.Contains(w.Path, "/events") {
 			eventWrites++
 		} else {
 			objectWrites++
@@ -81,19 +81,19 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 	t.Logf("API writes for one fulfilled request: %d object writes %v, %d event writes", objectWrites, nonEvents(all), eventWrites)
 	// One finalizer patch before anything else, one create, one closing patch (diff-base); the rest are
 	// status writes, each of which changed what the request says.
-	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"))
-	assert.Equal(t, 2, len(c.rec.writes("/provisioningrequests/happy-1"))-len(c.rec.writes("/provisioningrequests/happy-1/status")))
-	statuses := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1/status")
+	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"))
+	assert.Equal(t, 2, len(c.rec.Writes("/provisioningrequests/happy-1"))-len(c.rec.Writes("/provisioningrequests/happy-1/status")))
+	statuses := c.rec.Bodies("PATCH", "/provisioningrequests/happy-1/status")
 	for i := 1; i < len(statuses); i++ {
 		assert.NotEqual(t, statuses[i-1], statuses[i], "a status write that changed nothing")
 	}
 }
 
-func nonEvents(ws []string) []string {
+func nonEvents(ws []kubeapi.Request) []string {
 	var out []string
 	for _, w := range ws {
-		if !strings.Contains(w, "/events") {
-			out = append(out, w)
+		if !strings.Contains(w.Path, "/events") {
+			out = append(out, w.String())
 		}
 	}
 	return out
@@ -214,7 +214,7 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 		u, ok := getPR(t, srv, "restart-1")
 		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing")
 	}, "never reached the cluster wait")
-	require.Equal(t, 1, first.rec.count("POST", "/packagevariants"))
+	require.Equal(t, 1, first.rec.Count("POST", "/packagevariants"))
 	first.stop(t)
 	created := time.Now()
 	u, _ := getPR(t, srv, "restart-1")
@@ -222,7 +222,7 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 
 	second := startChain(t, srv, "restart", budget, nil)
 	failed := waitState(t, srv, "restart-1", v1alpha1.StateFailed, 30*time.Second)
-	assert.Zero(t, second.rec.count("POST", "/packagevariants"), "the restarted operator created a second package variant")
+	assert.Zero(t, second.rec.Count("POST", "/packagevariants"), "the restarted operator created a second package variant")
 	updated, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(failed).UpdateTime)
 	require.NoError(t, err)
 	// Measured from creationTimestamp (second precision), not from the restart: no fresh budget.
@@ -233,14 +233,14 @@ func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	var dropped atomic.Int32
-	rec := &recorder{fault: func(req *http.Request) bool {
+	rec := &kubeapi.Recorder{Fault: func(req *http.Request) bool {
 		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
 	}}
 	c := startChain(t, srv, "lost", nil, rec)
 	createPR(t, srv, provisioningRequest("lost-1", "lost", tmplOK, map[string]any{"clusterName": "edge-lost-1"}))
 	waitState(t, srv, "lost-1", v1alpha1.StateFulfilled, 30*time.Second)
-	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"), "the create was retried blindly")
-	assert.GreaterOrEqual(t, c.rec.count("GET", "/packagevariants/lost-1"), 1, "no read-back")
+	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"), "the create was retried blindly")
+	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lost-1"), 1, "no read-back")
 	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	n := 0
@@ -276,10 +276,10 @@ func TestWaitingPassesWriteNothingNew(t *testing.T) {
 		u, ok := getPR(t, srv, "quiet-1")
 		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing (Provisioning")
 	}, "never waited for the cluster")
-	before := len(c.rec.writes("/provisioningrequests/quiet-1"))
+	before := len(c.rec.Writes("/provisioningrequests/quiet-1"))
 	time.Sleep(2 * time.Second) // ten passes at the 200ms safety net
-	assert.Equal(t, before, len(c.rec.writes("/provisioningrequests/quiet-1")), "passes that observed nothing new wrote")
-	assert.GreaterOrEqual(t, c.rec.count("GET", "/provisioningrequests"), 0)
+	assert.Equal(t, before, len(c.rec.Writes("/provisioningrequests/quiet-1")), "passes that observed nothing new wrote")
+	assert.GreaterOrEqual(t, c.rec.Count("GET", "/provisioningrequests"), 0)
 }
 
 func TestRelatedChangesWakeTheRequestLongBeforeTheRequeue(t *testing.T) {
@@ -352,6 +352,6 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	after, _ := getPR(t, srv, "python-1")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "status changed")
 	assert.Equal(t, before.GetAnnotations(), after.GetAnnotations(), "kopf state changed")
-	assert.Zero(t, c.rec.count("POST", "/packagevariants"), "re-rendered a fulfilled request")
-	assert.Empty(t, c.rec.writes("/provisioningrequests/python-1/status"))
+	assert.Zero(t, c.rec.Count("POST", "/packagevariants"), "re-rendered a fulfilled request")
+	assert.Empty(t, c.rec.Writes("/provisioningrequests/python-1/status"))
 }

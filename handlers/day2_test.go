@@ -59,7 +59,7 @@ func TestLabelAndAnnotationEditsNeverReDriveARequest(t *testing.T) {
 	for _, name := range []string{"gitops-ok", "gitops-failed"} {
 		before[name], _ = getPR(t, srv, name)
 	}
-	pvCreates := c.rec.count("POST", "/packagevariants")
+	pvCreates := c.rec.Count("POST", "/packagevariants")
 	for i, name := range []string{"gitops-ok", "gitops-failed"} {
 		patchPR(t, srv, name, fmt.Sprintf(`{"metadata":{"labels":{"argocd.argoproj.io/instance":"edge-%d"}}}`, i))
 		patchPR(t, srv, name, `{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/checksum":"abc"}}}`)
@@ -77,7 +77,7 @@ func TestLabelAndAnnotationEditsNeverReDriveARequest(t *testing.T) {
 		assert.Equal(t, before[name].Object["status"], after.Object["status"], "%s: status moved on a label/annotation edit", name)
 		assert.False(t, hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventProgressing, "updated"), "%s was re-driven", name)
 	}
-	assert.Equal(t, pvCreates, c.rec.count("POST", "/packagevariants"), "a package variant was re-created")
+	assert.Equal(t, pvCreates, c.rec.Count("POST", "/packagevariants"), "a package variant was re-created")
 	_, recreated := getPV(t, srv, "gitops-ok")
 	assert.False(t, recreated, "the package variant removed on purpose came back")
 
@@ -134,9 +134,9 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	}
 	after, _ := getPR(t, srv, "terminal-1")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "a failed request's status moved")
-	assert.Empty(t, c2.rec.writes("/provisioningrequests/terminal-1/status"), "status written for a failed request")
-	assert.Empty(t, c2.rec.writes("/baremetalhosts"), "registration for a failed request")
-	assert.Empty(t, c2.rec.writes("/packagevariants"), "package variant written for a failed request")
+	assert.Empty(t, c2.rec.Writes("/provisioningrequests/terminal-1/status"), "status written for a failed request")
+	assert.Empty(t, c2.rec.Writes("/baremetalhosts"), "registration for a failed request")
+	assert.Empty(t, c2.rec.Writes("/packagevariants"), "package variant written for a failed request")
 	d, _ := inv.sim.Device(first)
 	assert.Equal(t, "active", d.Status, "the failed request's host stays claimed")
 

@@ -69,7 +69,7 @@ func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
 	require.NoError(t, err)
 
 	c := startChain(t, srv, "proto-release", func(c *Config) { c.Requeue = 300 * time.Millisecond },
-		&recorder{reroute: answerWith(name, &mode, &rerouted)})
+		&kubeapi.Recorder{Reroute: answerWith(name, &mode, &rerouted)})
 	createPR(t, srv, provisioningRequest(name, "proto-release", tmplOK, map[string]any{"clusterName": "edge-proto-release"}))
 	waitState(t, srv, name, v1alpha1.StateFulfilled, 30*time.Second)
 
@@ -92,7 +92,7 @@ func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
 		assert.Contains(t, u.GetFinalizers(), Finalizer, m.mode)
 		_, exists := getPV(t, srv, name)
 		assert.True(t, exists, m.mode)
-		assert.Zero(t, c.rec.count("DELETE", "/packagevariants/"+name), "%s: deleted on a wrong answer", m.mode)
+		assert.Zero(t, c.rec.Count("DELETE", "/packagevariants/"+name), "%s: deleted on a wrong answer", m.mode)
 	}
 	assert.Positive(t, rerouted.Load())
 
@@ -113,15 +113,15 @@ func TestReadBackAnsweredWithAListIsNoConflict(t *testing.T) {
 	var mode atomic.Value
 	var rerouted, dropped atomic.Int32
 	mode.Store("list")
-	rec := &recorder{
-		reroute: func(req *http.Request) *http.Request {
+	rec := &kubeapi.Recorder{
+		Reroute: func(req *http.Request) *http.Request {
 			r := answerWith(name, &mode, &rerouted)(req)
 			if r != req {
 				mode.Store("") // one wrong answer
 			}
 			return r
 		},
-		fault: func(req *http.Request) bool {
+		Fault: func(req *http.Request) bool {
 			return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
 		},
 	}

@@ -129,7 +129,7 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 			return hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventAdopted, "the Python image created it for this request")
 		}, "%s: no adoption event", name)
 	}
-	assert.Zero(t, c.rec.count("POST", "/packagevariants")-1, "only the request without a package variant got one created")
+	assert.Zero(t, c.rec.Count("POST", "/packagevariants")-1, "only the request without a package variant got one created")
 	_, created := getPV(t, srv, "upg-nothing")
 	assert.True(t, created)
 
@@ -137,7 +137,7 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	c.stop(t)
 	again := startChain(t, srv, label, nil, nil)
 	time.Sleep(time.Second)
-	assert.Empty(t, again.rec.writes("/packagevariants"), "the restarted operator touched a package variant")
+	assert.Empty(t, again.rec.Writes("/packagevariants"), "the restarted operator touched a package variant")
 	for _, name := range []string{"upg-records", "upg-bare-pv"} {
 		assert.Equal(t, 1, countEvents(eventsOf(t, srv, name), EventAdopted), "%s: adopted more than once", name)
 	}
@@ -302,7 +302,7 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "owner-uid-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "owner-uid-1"); return !ok }, "request never went away")
-	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/owner-uid-1"), "the operator did not delete its own package variant")
+	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/owner-uid-1"), "the operator did not delete its own package variant")
 	_, left := getPV(t, srv, "owner-uid-1")
 	assert.False(t, left, "our package variant outlived the request")
 }
@@ -330,7 +330,7 @@ func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *
 
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "upd-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "upd-1"); return !ok }, "request never went away")
-	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/upd-1"))
+	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/upd-1"))
 	_, left := getPV(t, srv, "upd-1")
 	assert.False(t, left, "the Python image's package variant outlived its request")
 }

@@ -160,7 +160,7 @@ func TestPostRefusesIDsThatAreNotLowercaseRFC1123Subdomains(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, "provisioningRequestId")
 		})
 	}
-	require.Zero(t, e.apiCalls.Load(), "an invalid id is refused here, not sent on")
+	require.Zero(t, e.apiCalls(), "an invalid id is refused here, not sent on")
 }
 
 func TestPostRefusesBadBodies(t *testing.T) {
@@ -197,7 +197,7 @@ func TestPostRefusesBadBodies(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPostNeedsAJSONOrYAMLContentType(t *testing.T) {
@@ -209,7 +209,7 @@ func TestPostNeedsAJSONOrYAMLContentType(t *testing.T) {
 	}
 	x := e.do(http.MethodPost, collectionPath, body, "Content-Type", "")
 	require.Equal(t, http.StatusUnsupportedMediaType, x.code(), "no Content-Type")
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPostOfMoreThanOneMebibyteIs413(t *testing.T) {
@@ -218,7 +218,7 @@ func TestPostOfMoreThanOneMebibyteIs413(t *testing.T) {
 		strings.Repeat("x", query.MaxBodyBytes) + `"}}`
 	x := e.do(http.MethodPost, collectionPath, []byte(big))
 	require.Equal(t, http.StatusRequestEntityTooLarge, x.code())
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPutReplacesTheSpecAndAnswers200(t *testing.T) {
@@ -414,16 +414,16 @@ func TestReadsComeOnlyFromTheStore(t *testing.T) {
 	id := e.id("cached")
 	e.createDirect(id, simpleSpec("cached"))
 	e.waitCached(id)
-	before := e.apiCalls.Load()
+	before := e.apiCalls()
 	for i := 0; i < 20; i++ {
 		require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil).code())
 		require.Equal(t, http.StatusOK, e.do(http.MethodGet, collectionPath+"?filter=(eq,status/provisioningPhase,PENDING)", nil).code())
 		require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, namedPath(e.id("missing")), nil).code())
 	}
-	require.Equal(t, before, e.apiCalls.Load(), "GETs made API calls: %v", e.apiPaths)
+	require.Equal(t, before, e.apiCalls(), "GETs made API calls: %v", e.api.Requests())
 
 	require.Equal(t, http.StatusCreated, e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(e.id("written")))).code())
-	require.Equal(t, before+1, e.apiCalls.Load(), "a POST is one API call")
+	require.Equal(t, before+1, e.apiCalls(), "a POST is one API call")
 }
 
 func TestHeadOfTheCollection(t *testing.T) {

@@ -65,7 +65,7 @@ func TestPostAndPutRefuseWhatTheChainWouldFail(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	require.Zero(t, e.apiCalls.Load(), "nothing the chain would fail reaches the API server")
+	require.Zero(t, e.apiCalls(), "nothing the chain would fail reaches the API server")
 
 	// PUT refuses the same bodies and leaves the stored spec as it was.
 	e.createDirect(id, simpleSpec("edge-"+id))
@@ -101,5 +101,5 @@ func TestHostsWithoutAnInventoryAreRefused(t *testing.T) {
 	x := e.do(http.MethodPost, collectionPath, jsonBody(t, b))
 	require.Equal(t, http.StatusBadRequest, x.code(), "%s", x.body)
 	require.Contains(t, x.problem(t).Status, "templateParameters.hosts cannot be served: no inventory is configured on this operator (NETBOX_URL is not set)")
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,22 +83,6 @@ func (s *informerStore) Get(name string) (*unstructured.Unstructured, bool, erro
 	return o.(*unstructured.Unstructured).DeepCopy(), true, nil
 }
 
-// countingTransport counts the requests a client sends to the API server.
-type countingTransport struct {
-	rt    http.RoundTripper
-	calls *atomic.Int64
-	mu    *sync.Mutex
-	paths *[]string
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.calls.Add(1)
-	c.mu.Lock()
-	*c.paths = append(*c.paths, r.Method+" "+r.URL.Path)
-	c.mu.Unlock()
-	return c.rt.RoundTrip(r)
-}
-
 // env is one test's northbound API on a real listener, writing to the shared real API server.
 type env struct {
 	t      *testing.T
@@ -113,11 +96,13 @@ type env struct {
 	logs   *observer.ObservedLogs
 	client *http.Client
 
-	apiCalls  atomic.Int64 // requests the NBI's dynamic client sent
-	authCalls atomic.Int64 // requests the NBI's review client sent
-	mu        sync.Mutex
-	apiPaths  []string
+	api  kubeapi.Recorder // what the NBI's dynamic client sent
+	auth kubeapi.Recorder // what the NBI's review client sent
 }
+
+// apiCalls and authCalls count what the NBI's clients sent to the API server so far.
+func (e *env) apiCalls() int  { return len(e.api.Requests()) }
+func (e *env) authCalls() int { return len(e.auth.Requests()) }
 
 var envSeq atomic.Int64
 
@@ -129,16 +114,10 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 	e.store = newInformerStore(t, e.admin, e.prefix)
 
 	nbiCfg := e.kapi.AdminConfig()
-	nbiCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return countingTransport{rt, &e.apiCalls, &e.mu, &e.apiPaths}
-	})
+	nbiCfg.Wrap(e.api.Wrap)
 	dyn := dynamic.NewForConfigOrDie(nbiCfg)
 	reviewCfg := e.kapi.AdminConfig()
-	var authMu sync.Mutex
-	var authPaths []string
-	reviewCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return countingTransport{rt, &e.authCalls, &authMu, &authPaths}
-	})
+	reviewCfg.Wrap(e.auth.Wrap)
 	kube := kubernetes.NewForConfigOrDie(reviewCfg)
 
 	cfg := Config{Host: "127.0.0.1", Port: 0, PageSize: 1000}
