@@ -112,35 +112,42 @@ var writeCalls = map[string]bool{"Patch": true, "Apply": true, "ApplyStatus": tr
 // other objects are created, updated and deleted through handlers/kube.go.
 func patchViolations(pkgs []goPackage) ([]string, error) {
 	var bad []string
+	err := inspectGoFiles(pkgs, func(me string) bool { return under(me, "handlers") }, func(fset *token.FileSet, n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if strings.HasSuffix(n.Sel.Name, "PatchType") {
+				bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
+					fset.Position(n.Pos()), n.Sel.Name))
+			}
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
+				bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
+					fset.Position(n.Pos()), sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return bad, err
+}
+
+// inspectGoFiles parses the non-test files of our packages that pick accepts (by module-relative path) and
+// walks each with visit (ast.Inspect: false skips a node's children).
+func inspectGoFiles(pkgs []goPackage, pick func(me string) bool, visit func(*token.FileSet, ast.Node) bool) error {
 	for _, p := range pkgs {
 		me, ok := rel(p.ImportPath)
-		if !ok || !under(me, "handlers") {
+		if !ok || !pick(me) {
 			continue
 		}
 		fset := token.NewFileSet()
 		for _, name := range p.GoFiles {
 			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.SelectorExpr:
-					if strings.HasSuffix(n.Sel.Name, "PatchType") {
-						bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
-							fset.Position(n.Pos()), n.Sel.Name))
-					}
-				case *ast.CallExpr:
-					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
-						bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
-							fset.Position(n.Pos()), sel.Sel.Name))
-					}
-				}
-				return true
-			})
+			ast.Inspect(f, func(n ast.Node) bool { return visit(fset, n) })
 		}
 	}
-	return bad, nil
+	return nil
 }
 
 // resourceNames are the spellings that belong to api/v1alpha1 (the ProvisioningRequest: group, resource and
@@ -159,35 +166,23 @@ var resourceNames = map[string]string{
 // they name one constant, not because two strings match.
 func nameViolations(pkgs []goPackage) ([]string, error) {
 	var bad []string
-	for _, p := range pkgs {
-		me, ok := rel(p.ImportPath)
-		if !ok || under(me, "api") || under(me, "tests") {
-			continue
-		}
-		fset := token.NewFileSet()
-		for _, name := range p.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
-			if err != nil {
-				return nil, err
+	outside := func(me string) bool { return !under(me, "api") && !under(me, "tests") }
+	err := inspectGoFiles(pkgs, outside, func(fset *token.FileSet, n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ImportSpec:
+			return false
+		case *ast.BasicLit:
+			if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && resourceNames[v] != "" {
+				bad = append(bad, fmt.Sprintf("%s: %q is spelled here: name the constant in %s", fset.Position(n.Pos()), v, resourceNames[v]))
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.ImportSpec:
-					return false
-				case *ast.BasicLit:
-					if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && resourceNames[v] != "" {
-						bad = append(bad, fmt.Sprintf("%s: %q is spelled here: name the constant in %s", fset.Position(n.Pos()), v, resourceNames[v]))
-					}
-				case *ast.CompositeLit:
-					if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "GroupVersionResource" {
-						bad = append(bad, fmt.Sprintf("%s: a GroupVersionResource literal: resources are named in api/", fset.Position(n.Pos())))
-					}
-				}
-				return true
-			})
+		case *ast.CompositeLit:
+			if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "GroupVersionResource" {
+				bad = append(bad, fmt.Sprintf("%s: a GroupVersionResource literal: resources are named in api/", fset.Position(n.Pos())))
+			}
 		}
-	}
-	return bad, nil
+		return true
+	})
+	return bad, err
 }
 
 func goTool(t *testing.T) string {
