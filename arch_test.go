@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,8 +51,9 @@ func rel(importPath string) (string, bool) {
 func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/") }
 
 // leaves are the pure packages: no package of ours, no client-go even indirectly, so they can be tested
-// and fuzzed without a cluster and reused by both sides (the NBI validates with handlers/spec).
-var leaves = []string{"framework/kopf", "handlers/spec", "nbi/query", "netbox/selector"}
+// and fuzzed without a cluster and reused by both sides (the NBI validates with handlers/spec; the chain
+// writes and the NBI reads the resource through api/v1alpha1).
+var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "handlers/spec", "nbi/query", "netbox/selector"}
 
 // hostsMayUse are the chain's packages the host step (handlers/hosts) may import: the parser of the spec
 // it serves and the live API access it shares with the chain.
@@ -120,42 +122,84 @@ var writeCalls = map[string]bool{"Patch": true, "Apply": true, "ApplyStatus": tr
 // other objects are created, updated and deleted through handlers/kube.
 func patchViolations(pkgs []goPackage) ([]string, error) {
 	var bad []string
+	err := inspectGoFiles(pkgs, func(me string) bool { return under(me, "handlers") }, func(fset *token.FileSet, n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if strings.HasSuffix(n.Sel.Name, "PatchType") {
+				bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
+					fset.Position(n.Pos()), n.Sel.Name))
+			}
+		case *ast.AssignStmt:
+			for _, lhs := range n.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Delay" {
+					bad = append(bad, fmt.Sprintf("%s: sets an error's Delay: handlers return an outcome (framework.Again, Temporary), the framework steers the queue",
+						fset.Position(n.Pos())))
+				}
+			}
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
+				bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
+					fset.Position(n.Pos()), sel.Sel.Name))
+			}
+		}
+		return true
+	})
+	return bad, err
+}
+
+// inspectGoFiles parses the non-test files of our packages that pick accepts (by module-relative path) and
+// walks each with visit (ast.Inspect: false skips a node's children).
+func inspectGoFiles(pkgs []goPackage, pick func(me string) bool, visit func(*token.FileSet, ast.Node) bool) error {
 	for _, p := range pkgs {
 		me, ok := rel(p.ImportPath)
-		if !ok || !under(me, "handlers") {
+		if !ok || !pick(me) {
 			continue
 		}
 		fset := token.NewFileSet()
 		for _, name := range p.GoFiles {
 			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.SkipObjectResolution)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.SelectorExpr:
-					if strings.HasSuffix(n.Sel.Name, "PatchType") {
-						bad = append(bad, fmt.Sprintf("%s: %s uses a patch type: handlers fill Cause.Patch, the framework sends it",
-							fset.Position(n.Pos()), n.Sel.Name))
-					}
-				case *ast.AssignStmt:
-					for _, lhs := range n.Lhs {
-						if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "Delay" {
-							bad = append(bad, fmt.Sprintf("%s: sets an error's Delay: handlers return an outcome (framework.Again, Temporary), the framework steers the queue",
-								fset.Position(n.Pos())))
-						}
-					}
-				case *ast.CallExpr:
-					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && writeCalls[sel.Sel.Name] {
-						bad = append(bad, fmt.Sprintf("%s: calls %s: handlers fill Cause.Patch, the framework sends it",
-							fset.Position(n.Pos()), sel.Sel.Name))
-					}
-				}
-				return true
-			})
+			ast.Inspect(f, func(n ast.Node) bool { return visit(fset, n) })
 		}
 	}
-	return bad, nil
+	return nil
+}
+
+// resourceNames are the spellings that belong to api/v1alpha1 (the ProvisioningRequest: group, resource and
+// the status keys no other API shares) and api/external (the other projects' groups). provisionedResourceSet
+// is not among them: the O2IMS API's own member has the same name.
+var resourceNames = map[string]string{
+	"o2ims.provisioning.oran.org": "api/v1alpha1", "provisioningrequests": "api/v1alpha1",
+	"provisioningStatus": "api/v1alpha1", "provisioningState": "api/v1alpha1",
+	"provisioningMessage": "api/v1alpha1", "provisioningUpdateTime": "api/v1alpha1",
+	"oCloudNodeClusterId": "api/v1alpha1", "oCloudInfrastructureResourceIds": "api/v1alpha1",
+	"config.porch.kpt.dev": "api/external", "cluster.x-k8s.io": "api/external", "metal3.io": "api/external",
+}
+
+// nameViolations lists, outside api/ and tests/, every string literal that spells a resource name of
+// resourceNames and every GroupVersionResource literal: the writer and the readers of a field agree because
+// they name one constant, not because two strings match.
+func nameViolations(pkgs []goPackage) ([]string, error) {
+	var bad []string
+	outside := func(me string) bool { return !under(me, "api") && !under(me, "tests") }
+	err := inspectGoFiles(pkgs, outside, func(fset *token.FileSet, n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ImportSpec:
+			return false
+		case *ast.BasicLit:
+			if v, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && resourceNames[v] != "" {
+				bad = append(bad, fmt.Sprintf("%s: %q is spelled here: name the constant in %s", fset.Position(n.Pos()), v, resourceNames[v]))
+			}
+		case *ast.CompositeLit:
+			if sel, ok := n.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == "GroupVersionResource" {
+				bad = append(bad, fmt.Sprintf("%s: a GroupVersionResource literal: resources are named in api/", fset.Position(n.Pos())))
+			}
+		}
+		return true
+	})
+	return bad, err
 }
 
 func goTool(t *testing.T) string {
@@ -212,6 +256,11 @@ func TestImportBoundaries(t *testing.T) {
 	if len(patches) > 0 {
 		t.Errorf("the chain does the framework's work itself (patches, queue delays):\n%s", strings.Join(patches, "\n"))
 	}
+	names, err := nameViolations(pkgs)
+	require.NoError(t, err)
+	if len(names) > 0 {
+		t.Errorf("resource names spelled outside api/:\n%s", strings.Join(names, "\n"))
+	}
 
 	t.Run("each rule catches its arrow", func(t *testing.T) {
 		m := func(r string) string { return modulePath + "/" + r }
@@ -239,16 +288,22 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "nbi", imports: []string{m("handlers")}},
 			{pkg: "nbi/inventory", imports: []string{m("framework")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
+			{pkg: "api/v1alpha1", imports: []string{m("handlers/spec")}},
+			{pkg: "api/v1alpha1", deps: []string{"k8s.io/client-go/dynamic"}},
+			{pkg: "api/external", imports: []string{m("api/v1alpha1")}},
+			{pkg: "framework", imports: []string{m("api/v1alpha1")}},
+			{pkg: "netbox", imports: []string{m("api/external")}},
 		} {
 			got := importViolations([]goPackage{{ImportPath: m(c.pkg), Imports: c.imports, Deps: c.deps}})
 			assert.Len(t, got, 1, "%s → %v %v", c.pkg, c.imports, c.deps)
 		}
 		// What the design allows stays allowed.
 		assert.Empty(t, importViolations([]goPackage{
-			{ImportPath: m("nbi"), Imports: []string{m("handlers/spec"), m("nbi/query"), m("netbox")}},
-			{ImportPath: m("handlers"), Imports: []string{m("framework"), m("handlers/spec"), m("handlers/hosts"), m("handlers/kube")}},
-			{ImportPath: m("handlers/hosts"), Imports: []string{m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
+			{ImportPath: m("nbi"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("handlers/spec"), m("nbi/query"), m("netbox")}},
+			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/hosts"), m("handlers/kube")}},
+			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
+			{ImportPath: m("tests/world"), Imports: []string{m("api/external")}},
 			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), "k8s.io/client-go/util/workqueue"}},
 			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
 			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("netbox")}},
@@ -268,5 +323,25 @@ func f(ctx any) {
 			require.NoError(t, err)
 			assert.Len(t, got, 2, "%s: the Patch call and the patch type: %v", pkg, got)
 		}
+
+		src = `package nbi
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+var gvr = schema.GroupVersionResource{Group: v1alpha1.Group} // not: a GVR of its own
+
+func f(status map[string]any) any {
+	_ = v1alpha1.FieldProvisioningState                       // allowed: the constant
+	_ = status["provisionedResourceSet"]                      // allowed: the NBI's member has that name too
+	return status["provisioningStatus"].(map[string]any)["x"] // not: the key spelled again
+}
+`
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "g.go"), []byte(src), 0o600))
+		got, err := nameViolations([]goPackage{{ImportPath: m("nbi"), Dir: dir, GoFiles: []string{"g.go"}}})
+		require.NoError(t, err)
+		assert.Len(t, got, 2, "the GVR literal and the status key: %v", got)
+		got, err = nameViolations([]goPackage{{ImportPath: m("api/v1alpha1"), Dir: dir, GoFiles: []string{"g.go"}}})
+		require.NoError(t, err)
+		assert.Empty(t, got, "api/ is where they are spelled")
 	})
 }

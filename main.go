@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
@@ -323,7 +324,7 @@ func (s cacheStore) List() ([]*unstructured.Unstructured, error) {
 	if !s.op.Ready() {
 		return nil, errNotSynced
 	}
-	return s.op.Cache().List(handlers.ProvisioningRequestGVR, "")
+	return s.op.Cache().List(v1alpha1.GVR, "")
 }
 
 // Revision lets the NBI keep a list's id order between pages until the cache changes; like List, it
@@ -332,12 +333,12 @@ func (s cacheStore) Revision() (uint64, error) {
 	if !s.op.Ready() {
 		return 0, errNotSynced
 	}
-	return s.op.Cache().Revision(handlers.ProvisioningRequestGVR)
+	return s.op.Cache().Revision(v1alpha1.GVR)
 }
 
 func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 	if !s.op.Ready() {
 		return nil, false, errNotSynced
 	}
-	return s.op.Cache().Get(handlers.ProvisioningRequestGVR, "", name)
+	return s.op.Cache().Get(v1alpha1.GVR, "", name)
 }

@@ -6,6 +6,8 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
@@ -49,7 +51,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 // subscriptions are ConfigMaps in namespace) and starts the notifier, which delivers only while this
 // replica leads.
 func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) error {
-	gvr := handlers.ClusterGVR(clusterVersion)
+	gvr := external.ClusterGVR(clusterVersion)
 	srv.EnableInventory(iw.view, func(name string) (*unstructured.Unstructured, bool, error) {
 		return op.Cache().Get(gvr, chainCfg.ClusterNamespace, name)
 	})
@@ -78,7 +80,7 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 
 // requestName is the name of the cached ProvisioningRequest with uid ("" when none is cached).
 func requestName(op *framework.Operator, uid string) string {
-	objs, err := op.Cache().ByIndex(handlers.ProvisioningRequestGVR, handlers.IndexUID, uid)
+	objs, err := op.Cache().ByIndex(v1alpha1.GVR, handlers.IndexUID, uid)
 	if err != nil || len(objs) == 0 {
 		return ""
 	}

@@ -5,8 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
-	"github.com/o2ims-operator/o2ims-operator/handlers"
 )
 
 // remedy says what grants a watch the API server refused, in the terms of the shipped manifests: the
@@ -16,22 +17,22 @@ func remedy() framework.RemedyFunc {
 		switch why {
 		case framework.RefusalAbsent:
 			switch gvr.Group {
-			case handlers.ProvisioningRequestGVR.Group:
+			case v1alpha1.Group:
 				return "apply manifests/ (its CRD is manifests/base/crd)"
-			case handlers.PackageVariantGVR.Group:
+			case external.PorchGroup:
 				return "install Porch, which serves PackageVariants"
-			case handlers.BareMetalHostGVR.Group:
+			case external.Metal3Group:
 				return "install Metal3's BareMetalHost CRD, or unset NETBOX_URL to run without the inventory"
-			case "cluster.x-k8s.io":
+			case external.ClusterGroup:
 				return "install Cluster API, which serves Clusters"
 			}
 			return "install the CustomResourceDefinition that serves it"
 		case framework.RefusalForbidden:
 			overlay, shipped := "manifests/", "default"
 			switch gvr.Group {
-			case handlers.ProvisioningRequestGVR.Group:
+			case v1alpha1.Group:
 				return "apply manifests/ (the ClusterRole o2ims-operator grants it)"
-			case handlers.BareMetalHostGVR.Group:
+			case external.Metal3Group:
 				overlay, shipped = "manifests/inventory", "metal3"
 			}
 			if namespace != shipped {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -36,51 +35,6 @@ const (
 	testPrefix    = "widgets.test.o2ims.io"
 	testFinalizer = "widgets.test.o2ims.io/cleanup"
 )
-
-// request is one API request the operator's clients sent, as the transport saw it.
-type request struct {
-	Method, Path string
-	Body         string
-}
-
-// recorder counts what the operator sends to the API server, at the transport: what the server receives.
-type recorder struct {
-	mu   sync.Mutex
-	reqs []request
-}
-
-func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		var body []byte
-		if req.Body != nil && req.GetBody != nil {
-			if rc, err := req.GetBody(); err == nil {
-				body, _ = io.ReadAll(rc)
-				rc.Close()
-			}
-		}
-		r.mu.Lock()
-		r.reqs = append(r.reqs, request{req.Method, req.URL.Path, string(body)})
-		r.mu.Unlock()
-		return rt.RoundTrip(req)
-	})
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// writes lists the mutating requests whose path contains substr.
-func (r *recorder) writes(substr string) []request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []request
-	for _, q := range r.reqs {
-		if q.Method != http.MethodGet && strings.Contains(q.Path, substr) {
-			out = append(out, q)
-		}
-	}
-	return out
-}
 
 // call is one handler invocation as the handler saw it.
 type call struct {
@@ -125,7 +79,7 @@ func (c *calls) of(id, name string) []call {
 
 type testOperator struct {
 	op     *Operator
-	rec    *recorder
+	rec    *kubeapi.Recorder
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -137,9 +91,9 @@ type setupFunc func(op *Operator)
 func newTestOperator(t *testing.T, label string, opts Options, setup func(op *Operator, w *Watch)) *testOperator {
 	t.Helper()
 	srv := kubeapi.Shared(t)
-	rec := &recorder{}
+	rec := &kubeapi.Recorder{}
 	cfg := srv.AdminConfig()
-	cfg.WrapTransport = rec.wrap
+	cfg.WrapTransport = rec.Wrap
 	clients, err := NewClients(cfg, DefaultClientOptions())
 	require.NoError(t, err)
 	if opts.Prefix == "" {

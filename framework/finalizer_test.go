@@ -30,9 +30,9 @@ func hasFinalizer(u *unstructured.Unstructured) bool {
 }
 
 // objectWrites are the writes of the object itself (not its status, not events).
-func objectWrites(rec *recorder, name string) []request {
-	var out []request
-	for _, w := range rec.writes("/widgets/" + name) {
+func objectWrites(rec *kubeapi.Recorder, name string) []kubeapi.Request {
+	var out []kubeapi.Request
+	for _, w := range rec.Writes("/widgets/" + name) {
 		if !strings.HasSuffix(w.Path, "/status") {
 			out = append(out, w)
 		}

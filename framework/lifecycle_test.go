@@ -109,7 +109,7 @@ func TestRestartedOperatorResumesInsteadOfRecreating(t *testing.T) {
 	assert.Equal(t, ReasonResume, runs[1].Reason)
 	time.Sleep(300 * time.Millisecond)
 	assert.Len(t, log.of("create_fn", "r1"), 2, "resume runs once per process")
-	assert.Empty(t, second.rec.writes("/widgets/r1"), "resuming a handled object with nothing to change writes nothing")
+	assert.Empty(t, second.rec.Writes("/widgets/r1"), "resuming a handled object with nothing to change writes nothing")
 }
 
 // The Python (kopf 1.36) operator left these on objects: its diff-base under both keys, the marker, and —
@@ -343,7 +343,7 @@ func TestTimerRunsAtItsCadenceAndWritesOnlyChanges(t *testing.T) {
 	for i := 1; i < len(runs); i++ {
 		assert.GreaterOrEqual(t, runs[i].Now.Sub(runs[i-1].Now), 190*time.Millisecond, "tick %d came early", i)
 	}
-	assert.Len(t, to.rec.writes("/widgets/tm1/status"), 1, "the same status is written once, not on every tick")
+	assert.Len(t, to.rec.Writes("/widgets/tm1/status"), 1, "the same status is written once, not on every tick")
 	assert.Equal(t, "steady", statusField(mustGet(t, "tm1"), "phase"))
 }
 
@@ -363,10 +363,10 @@ func TestStatusGoesOnlyThroughTheStatusSubresource(t *testing.T) {
 		u, ok := get(t, "s1")
 		return ok && statusField(u, "phase") == "done" && u.GetAnnotations()[testPrefix+"/last-handled-configuration"] != ""
 	}, "never handled")
-	statusWrites := to.rec.writes("/widgets/s1/status")
+	statusWrites := to.rec.Writes("/widgets/s1/status")
 	require.Len(t, statusWrites, 1, "one status patch per pass")
 	assert.JSONEq(t, `{"status":{"phase":"done","counter":7}}`, statusWrites[0].Body)
-	for _, w := range to.rec.writes("/widgets/s1") {
+	for _, w := range to.rec.Writes("/widgets/s1") {
 		if !strings.HasSuffix(w.Path, "/status") {
 			assert.NotContains(t, w.Body, `"status"`, "object patches never carry status")
 		}

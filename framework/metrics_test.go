@@ -17,38 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-)
 
-// series reads one sample of a gathered family by its labels; found is false when the series is absent.
-func series(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue(), true
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
-}
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+)
 
 // An alert on increase() needs the series before its first event: every registered handler's runs,
 // retries (by kind) and permanent failures, and the patch counters, exist at 0 once the operator runs and
@@ -62,7 +33,7 @@ func TestHandlerCountersExistAtZeroBeforeTheFirstEvent(t *testing.T) {
 		w.OnTimer("tick", time.Hour, time.Hour, func(context.Context, *Cause) error { return nil })
 	})
 	reg := to.op.Registry()
-	ready, ok := series(t, reg, "zero_operator_ready", nil)
+	ready, ok := promtest.Gather(t, reg).Value("zero_operator_ready", nil)
 	require.True(t, ok, "the readiness gauge exists before Run")
 	assert.Zero(t, ready)
 	to.start(t)
@@ -70,28 +41,28 @@ func TestHandlerCountersExistAtZeroBeforeTheFirstEvent(t *testing.T) {
 	res := "widgets.test.o2ims.io"
 	for _, h := range []string{"create_fn", "delete_fn", "tick"} {
 		for _, kind := range []string{"temporary", "error"} {
-			v, ok := series(t, reg, "zero_handler_retries_total", map[string]string{"resource": res, "handler": h, "kind": kind})
+			v, ok := promtest.Gather(t, reg).Value("zero_handler_retries_total", map[string]string{"resource": res, "handler": h, "kind": kind})
 			assert.True(t, ok, "retries of %s (%s) exposed before the first retry", h, kind)
 			assert.Zero(t, v)
 		}
 		for _, outcome := range []string{"success", "temporary", "error", "permanent"} {
-			_, ok := series(t, reg, "zero_handler_runs_total", map[string]string{"resource": res, "handler": h, "outcome": outcome})
+			_, ok := promtest.Gather(t, reg).Value("zero_handler_runs_total", map[string]string{"resource": res, "handler": h, "outcome": outcome})
 			assert.True(t, ok, "runs of %s (%s)", h, outcome)
 		}
-		_, ok := series(t, reg, "zero_handler_permanent_failures_total", map[string]string{"resource": res, "handler": h})
+		_, ok := promtest.Gather(t, reg).Value("zero_handler_permanent_failures_total", map[string]string{"resource": res, "handler": h})
 		assert.True(t, ok, "permanent failures of %s", h)
 	}
 	for _, sub := range []string{"object", "status"} {
-		_, ok := series(t, reg, "zero_object_patches_total", map[string]string{"resource": res, "subresource": sub})
+		_, ok := promtest.Gather(t, reg).Value("zero_object_patches_total", map[string]string{"resource": res, "subresource": sub})
 		assert.True(t, ok, "patches (%s)", sub)
 	}
 	for _, typ := range []string{"Normal", "Warning"} {
-		_, ok := series(t, reg, "zero_events_posted_total", map[string]string{"type": typ})
+		_, ok := promtest.Gather(t, reg).Value("zero_events_posted_total", map[string]string{"type": typ})
 		assert.True(t, ok, "events posted (%s)", typ)
 	}
-	ready, _ = series(t, reg, "zero_operator_ready", nil)
-	leading, _ := series(t, reg, "zero_operator_leading", nil)
-	le, _ := series(t, reg, "zero_operator_leader_election_enabled", nil)
+	ready, _ = promtest.Gather(t, reg).Value("zero_operator_ready", nil)
+	leading, _ := promtest.Gather(t, reg).Value("zero_operator_leading", nil)
+	le, _ := promtest.Gather(t, reg).Value("zero_operator_leader_election_enabled", nil)
 	assert.Equal(t, []float64{1, 1, 0}, []float64{ready, leading, le}, "ready, leading, leader election")
 }
 

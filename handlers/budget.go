@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // budgetStartKey (under status.extensions) moves the budget's start when an update re-drives a request;
@@ -15,7 +17,7 @@ const budgetStartKey = "budgetStart"
 // API calls' own time did not count and every restart granted a fresh budget.
 func (h *Handlers) deadline(u *unstructured.Unstructured) time.Time {
 	start := u.GetCreationTimestamp().Time
-	if s, ok, _ := unstructured.NestedString(u.Object, "status", "extensions", budgetStartKey); ok {
+	if s, ok, _ := unstructured.NestedString(u.Object, v1alpha1.FieldStatus, v1alpha1.FieldExtensions, budgetStartKey); ok {
 		if t, err := time.Parse(time.RFC3339, s); err == nil && t.After(start) {
 			start = t
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -55,8 +56,8 @@ func TestStatusTimeMovesOnlyWhenStateOrMessageChanges(t *testing.T) {
 	u.Object["status"] = map[string]any{"provisioningStatus": map[string]any{
 		"provisioningState": "progressing", "provisioningMessage": "Cluster instance rendering ongoing", "provisioningUpdateTime": "2026-11-30T12:00:00Z"}}
 	c := causeAt(u, time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC))
-	h.setStatus(c, StateProgressing, "Cluster instance rendering ongoing")
+	h.setStatus(c, v1alpha1.StateProgressing, "Cluster instance rendering ongoing")
 	assert.Empty(t, c.Patch.Status, "same state and message: nothing to write")
-	h.setStatus(c, StateProgressing, "Cluster resource creation ongoing (Pending)")
+	h.setStatus(c, v1alpha1.StateProgressing, "Cluster resource creation ongoing (Pending)")
 	assert.Equal(t, "2026-11-30T13:00:00Z", c.Patch.Status["provisioningStatus"].(map[string]any)["provisioningUpdateTime"])
 }

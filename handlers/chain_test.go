@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -28,15 +30,15 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 		"clusterName": "edge-happy-1", "labels": map[string]any{"site": "lab-3", "nephio.org/region": "eu"},
 	}))
 
-	done := waitState(t, srv, "happy-1", StateFulfilled, 30*time.Second)
-	st := CurrentStatus(done)
+	done := waitState(t, srv, "happy-1", v1alpha1.StateFulfilled, 30*time.Second)
+	st := v1alpha1.StatusOf(done)
 	assert.Equal(t, "Cluster resource created", st.Message)
 	ts, err := time.Parse(time.RFC3339, st.UpdateTime)
 	require.NoError(t, err, "provisioningUpdateTime is RFC 3339")
 	assert.True(t, strings.HasSuffix(st.UpdateTime, "Z"), "UTC")
 	assert.WithinDuration(t, time.Now(), ts, time.Minute)
 
-	cl, err := srv.AdminDynamic().Resource(ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-happy-1", metav1.GetOptions{})
+	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-happy-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	set, _, _ := unstructured.NestedMap(done.Object, "status", "provisionedResourceSet")
 	assert.Equal(t, map[string]any{"oCloudNodeClusterId": string(cl.GetUID()), "oCloudInfrastructureResourceIds": []any{}}, set)
@@ -71,10 +73,10 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 
 	// The writes it took, counted at the operator's transport (events are posted asynchronously and
 	// counted apart).
-	all := c.rec.writes("")
+	all := c.rec.Writes("")
 	var objectWrites, eventWrites int
 	for _, w := range all {
-		if strings.Contains(w, "/events") {
+		if strings.Contains(w.Path, "/events") {
 			eventWrites++
 		} else {
 			objectWrites++
@@ -84,14 +86,14 @@ func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
 	// One create and one closing patch (diff-base, with the finalizer riding along: no pass of its own);
 	// the rest are status writes, each of which changed what the request says. Four in all when the world
 	// answers fast enough for one progressing write: PackageVariant, progressing, fulfilled, diff-base.
-	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"))
-	metaWrites := len(c.rec.writes("/provisioningrequests/happy-1")) - len(c.rec.writes("/provisioningrequests/happy-1/status"))
+	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"))
+	metaWrites := len(c.rec.Writes("/provisioningrequests/happy-1")) - len(c.rec.Writes("/provisioningrequests/happy-1/status"))
 	assert.Equal(t, 1, metaWrites, "object writes: %v", nonEvents(all))
-	closing := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1")
+	closing := c.rec.Bodies("PATCH", "/provisioningrequests/happy-1")
 	require.NotEmpty(t, closing)
 	assert.Contains(t, closing[len(closing)-1], `"finalizers":["`+Finalizer+`"]`, "the finalizer did not ride along the diff-base")
 	assert.Contains(t, closing[len(closing)-1], "last-handled-configuration")
-	statuses := c.rec.bodiesOf("PATCH", "/provisioningrequests/happy-1/status")
+	statuses := c.rec.Bodies("PATCH", "/provisioningrequests/happy-1/status")
 	for i := 1; i < len(statuses); i++ {
 		assert.NotEqual(t, statuses[i-1], statuses[i], "a status write that changed nothing")
 	}
@@ -107,13 +109,13 @@ func TestDeletingAnUnhandledRequestLeavesItsPackageVariantToTheGarbageCollector(
 	pr := createPR(t, srv, provisioningRequest("gc-1", "gc", tmplNeverProvision, map[string]any{"clusterName": "edge-gc-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "gc-1")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing")
 	}, "never waited for the cluster")
 	u, _ := getPR(t, srv, "gc-1")
 	assert.Empty(t, u.GetFinalizers(), "a request holding nothing but its PackageVariant got a finalizer")
-	assert.Empty(t, nonStatus(c.rec.writes("/provisioningrequests/gc-1")), "the request's metadata was written mid-create")
+	assert.Empty(t, nonStatus(c.rec.Writes("/provisioningrequests/gc-1")), "the request's metadata was written mid-create")
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
 	eventually(t, 10*time.Second, func() bool { _, ok := getPR(t, srv, "gc-1"); return !ok }, "the request was held")
 	pv, ok := getPV(t, srv, "gc-1")
 	require.True(t, ok)
@@ -121,40 +123,40 @@ func TestDeletingAnUnhandledRequestLeavesItsPackageVariantToTheGarbageCollector(
 	ref := pv.GetOwnerReferences()[0]
 	assert.Equal(t, pr.GetUID(), ref.UID)
 	assert.Equal(t, "ProvisioningRequest", ref.Kind)
-	assert.Equal(t, ProvisioningRequestGVR.GroupVersion().String(), ref.APIVersion)
+	assert.Equal(t, v1alpha1.GVR.GroupVersion().String(), ref.APIVersion)
 	assert.Equal(t, "gc-1", ref.Name)
-	assert.Zero(t, c.rec.count("DELETE", "/packagevariants/gc-1"), "a release ran without a finalizer")
+	assert.Zero(t, c.rec.Count("DELETE", "/packagevariants/gc-1"), "a release ran without a finalizer")
 
 	// Re-created under the same name before the collector got to the old PackageVariant: the new request
 	// waits for it instead of failing over a "foreign" one, and carries on once it is gone.
 	createPR(t, srv, provisioningRequest("gc-1", "gc", tmplOK, map[string]any{"clusterName": "edge-gc-1b"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "gc-1")
-		return ok && strings.Contains(CurrentStatus(u).Message, "package variant of an earlier request of this name")
+		return ok && strings.Contains(v1alpha1.StatusOf(u).Message, "package variant of an earlier request of this name")
 	}, "the re-created request did not wait for the collector")
 	time.Sleep(500 * time.Millisecond)
 	u, _ = getPR(t, srv, "gc-1")
-	assert.Equal(t, StateProgressing, CurrentStatus(u).State)
+	assert.Equal(t, v1alpha1.StateProgressing, v1alpha1.StatusOf(u).State)
 	// What the garbage collector does: delete the dependent whose owner is gone.
-	require.NoError(t, srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
-	waitState(t, srv, "gc-1", StateFulfilled, 30*time.Second)
+	require.NoError(t, srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Delete(context.Background(), "gc-1", metav1.DeleteOptions{}))
+	waitState(t, srv, "gc-1", v1alpha1.StateFulfilled, 30*time.Second)
 }
 
-func nonStatus(ws []string) []string {
+func nonStatus(ws []kubeapi.Request) []string {
 	var out []string
 	for _, w := range ws {
-		if !strings.HasSuffix(w, "/status") {
-			out = append(out, w)
+		if !strings.HasSuffix(w.Path, "/status") {
+			out = append(out, w.String())
 		}
 	}
 	return out
 }
 
-func nonEvents(ws []string) []string {
+func nonEvents(ws []kubeapi.Request) []string {
 	var out []string
 	for _, w := range ws {
-		if !strings.Contains(w, "/events") {
-			out = append(out, w)
+		if !strings.Contains(w.Path, "/events") {
+			out = append(out, w.String())
 		}
 	}
 	return out
@@ -178,9 +180,9 @@ func TestInvalidSpecFailsWithoutAPackageVariant(t *testing.T) {
 		createPR(t, srv, provisioningRequest(name, "invalid", tmplOK, tc.params))
 	}
 	for name, tc := range cases {
-		u := waitState(t, srv, name, StateFailed, 30*time.Second)
-		assert.Equal(t, "Provisioning request validation failed; reason: ", CurrentStatus(u).Message[:len("Provisioning request validation failed; reason: ")], name)
-		assert.Contains(t, CurrentStatus(u).Message, tc.reason, name)
+		u := waitState(t, srv, name, v1alpha1.StateFailed, 30*time.Second)
+		assert.Equal(t, "Provisioning request validation failed; reason: ", v1alpha1.StatusOf(u).Message[:len("Provisioning request validation failed; reason: ")], name)
+		assert.Contains(t, v1alpha1.StatusOf(u).Message, tc.reason, name)
 		_, exists := getPV(t, srv, name)
 		assert.False(t, exists, "%s: no PackageVariant for an invalid request", name)
 		eventually(t, 10*time.Second, func() bool {
@@ -199,7 +201,7 @@ func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
 			"annotations": map[string]any{AnnotationRequestUID: "someone-else", AnnotationDownstream: "edge-foreign-1"}},
 		"spec": map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-foreign-1"}},
 	}}
-	foreign, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
+	foreign, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// Let the world render it, so its resourceVersion settles before the request arrives.
 	eventually(t, 10*time.Second, func() bool {
@@ -210,14 +212,14 @@ func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
 	before, _ := getPV(t, srv, "foreign-1")
 
 	createPR(t, srv, provisioningRequest("foreign-1", "foreign", tmplOK, map[string]any{"clusterName": "edge-foreign-1"}))
-	u := waitState(t, srv, "foreign-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Provisioning request creation failed; reason: package variant default/foreign-1 already exists and belongs to another request", CurrentStatus(u).Message)
+	u := waitState(t, srv, "foreign-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Provisioning request creation failed; reason: package variant default/foreign-1 already exists and belongs to another request", v1alpha1.StatusOf(u).Message)
 	eventually(t, 10*time.Second, func() bool {
 		return hasEvent(eventsOf(t, srv, "foreign-1"), corev1.EventTypeWarning, EventConflict, "belongs to another request")
 	}, "no Conflict event")
 
 	// Deleting the request leaves the foreign PackageVariant exactly as it was.
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "foreign-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "foreign-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "foreign-1"); return !ok }, "request never deleted")
 	after, ok := getPV(t, srv, "foreign-1")
 	require.True(t, ok, "the foreign package variant was deleted")
@@ -231,10 +233,10 @@ func TestRenderingNotReadyIsProgressingWithItsReason(t *testing.T) {
 	createPR(t, srv, provisioningRequest("notready-1", "notready", tmplRenderFails, map[string]any{"clusterName": "edge-notready-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "notready-1")
-		return ok && CurrentStatus(u).Message == "Cluster instance rendering ongoing: Error: could not find upstream package revision"
+		return ok && v1alpha1.StatusOf(u).Message == "Cluster instance rendering ongoing: Error: could not find upstream package revision"
 	}, "Ready=False not reported with its reason")
 	u, _ := getPR(t, srv, "notready-1")
-	assert.Equal(t, StateProgressing, CurrentStatus(u).State)
+	assert.Equal(t, v1alpha1.StateProgressing, v1alpha1.StatusOf(u).State)
 }
 
 func TestBudgetExpiresWhileRendering(t *testing.T) {
@@ -242,8 +244,8 @@ func TestBudgetExpiresWhileRendering(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "budget-render", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("budget-render-1", "budget-render", tmplNeverRenders, map[string]any{"clusterName": "edge-br-1"}))
-	u := waitState(t, srv, "budget-render-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", CurrentStatus(u).Message)
+	u := waitState(t, srv, "budget-render-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", v1alpha1.StatusOf(u).Message)
 }
 
 func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
@@ -251,9 +253,9 @@ func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "budget-cluster", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("budget-cluster-1", "budget-cluster", tmplNeverProvision, map[string]any{"clusterName": "edge-bc-1"}))
-	u := waitState(t, srv, "budget-cluster-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning): Available=False NotAvailable: * ControlPlaneAvailable: waiting for the control plane")
-	assert.Contains(t, CurrentStatus(u).Message, "timed out after 3s")
+	u := waitState(t, srv, "budget-cluster-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing (Provisioning): Available=False NotAvailable: * ControlPlaneAvailable: waiting for the control plane")
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "timed out after 3s")
 }
 
 func TestClusterFailureFailsTheRequest(t *testing.T) {
@@ -261,8 +263,8 @@ func TestClusterFailureFailsTheRequest(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "cluster-fails", nil, nil)
 	createPR(t, srv, provisioningRequest("cluster-fails-1", "cluster-fails", tmplClusterFails, map[string]any{"clusterName": "edge-cf-1"}))
-	u := waitState(t, srv, "cluster-fails-1", StateFailed, 30*time.Second)
-	assert.Equal(t, "Cluster resource creation failed; reason: InvalidConfiguration: invalid machine template", CurrentStatus(u).Message)
+	u := waitState(t, srv, "cluster-fails-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Equal(t, "Cluster resource creation failed; reason: InvalidConfiguration: invalid machine template", v1alpha1.StatusOf(u).Message)
 }
 
 func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.T) {
@@ -273,18 +275,18 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 	createPR(t, srv, provisioningRequest("restart-1", "restart", tmplNeverProvision, map[string]any{"clusterName": "edge-restart-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "restart-1")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing")
 	}, "never reached the cluster wait")
-	require.Equal(t, 1, first.rec.count("POST", "/packagevariants"))
+	require.Equal(t, 1, first.rec.Count("POST", "/packagevariants"))
 	first.stop(t)
 	created := time.Now()
 	u, _ := getPR(t, srv, "restart-1")
 	created = u.GetCreationTimestamp().Time
 
 	second := startChain(t, srv, "restart", budget, nil)
-	failed := waitState(t, srv, "restart-1", StateFailed, 30*time.Second)
-	assert.Zero(t, second.rec.count("POST", "/packagevariants"), "the restarted operator created a second package variant")
-	updated, err := time.Parse(time.RFC3339, CurrentStatus(failed).UpdateTime)
+	failed := waitState(t, srv, "restart-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Zero(t, second.rec.Count("POST", "/packagevariants"), "the restarted operator created a second package variant")
+	updated, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(failed).UpdateTime)
 	require.NoError(t, err)
 	// Measured from creationTimestamp (second precision), not from the restart: no fresh budget.
 	assert.Less(t, updated.Sub(created), 6*time.Second+3*time.Second, "the restart granted a fresh budget")
@@ -294,15 +296,15 @@ func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	var dropped atomic.Int32
-	rec := &recorder{fault: func(req *http.Request) bool {
+	rec := &kubeapi.Recorder{Fault: func(req *http.Request) bool {
 		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
 	}}
 	c := startChain(t, srv, "lost", nil, rec)
 	createPR(t, srv, provisioningRequest("lost-1", "lost", tmplOK, map[string]any{"clusterName": "edge-lost-1"}))
-	waitState(t, srv, "lost-1", StateFulfilled, 30*time.Second)
-	assert.Equal(t, 1, c.rec.count("POST", "/packagevariants"), "the create was retried blindly")
-	assert.GreaterOrEqual(t, c.rec.count("GET", "/packagevariants/lost-1"), 1, "no read-back")
-	list, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+	waitState(t, srv, "lost-1", v1alpha1.StateFulfilled, 30*time.Second)
+	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"), "the create was retried blindly")
+	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lost-1"), 1, "no read-back")
+	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	n := 0
 	for _, pv := range list.Items {
@@ -318,11 +320,11 @@ func TestDeletionRemovesOurPackageVariantThenTheFinalizer(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "delete", nil, nil)
 	createPR(t, srv, provisioningRequest("delete-1", "delete", tmplOK, map[string]any{"clusterName": "edge-delete-1"}))
-	waitState(t, srv, "delete-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "delete-1", v1alpha1.StateFulfilled, 30*time.Second)
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
 	// Porch holds the package variant for a moment (its finalizer); the request shows deleting meanwhile.
-	waitState(t, srv, "delete-1", StateDeleting, 30*time.Second)
+	waitState(t, srv, "delete-1", v1alpha1.StateDeleting, 30*time.Second)
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "delete-1"); return !ok }, "request never went away")
 	_, pvLeft := getPV(t, srv, "delete-1")
 	assert.False(t, pvLeft, "the request's package variant outlived it")
@@ -335,12 +337,12 @@ func TestWaitingPassesWriteNothingNew(t *testing.T) {
 	createPR(t, srv, provisioningRequest("quiet-1", "quiet", tmplNeverProvision, map[string]any{"clusterName": "edge-quiet-1"}))
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "quiet-1")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing (Provisioning")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing (Provisioning")
 	}, "never waited for the cluster")
-	before := len(c.rec.writes("/provisioningrequests/quiet-1"))
+	before := len(c.rec.Writes("/provisioningrequests/quiet-1"))
 	time.Sleep(2 * time.Second) // ten passes at the 200ms safety net
-	assert.Equal(t, before, len(c.rec.writes("/provisioningrequests/quiet-1")), "passes that observed nothing new wrote")
-	assert.GreaterOrEqual(t, c.rec.count("GET", "/provisioningrequests"), 0)
+	assert.Equal(t, before, len(c.rec.Writes("/provisioningrequests/quiet-1")), "passes that observed nothing new wrote")
+	assert.GreaterOrEqual(t, c.rec.Count("GET", "/provisioningrequests"), 0)
 }
 
 func TestRelatedChangesWakeTheRequestLongBeforeTheRequeue(t *testing.T) {
@@ -350,7 +352,7 @@ func TestRelatedChangesWakeTheRequestLongBeforeTheRequeue(t *testing.T) {
 	createPR(t, srv, provisioningRequest("wake-1", "wake", tmplOK, map[string]any{"clusterName": "edge-wake-1"}))
 	// Rendering (200ms) and provisioning (400ms) end long before a 10-minute requeue: only the
 	// PackageVariant's and the Cluster's own changes can have woken the request.
-	waitState(t, srv, "wake-1", StateFulfilled, 20*time.Second)
+	waitState(t, srv, "wake-1", v1alpha1.StateFulfilled, 20*time.Second)
 }
 
 func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
@@ -358,9 +360,9 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	startChain(t, srv, "update", nil, nil)
 	createPR(t, srv, provisioningRequest("update-1", "update", tmplOK, map[string]any{"clusterName": "edge-update-1"}))
-	waitState(t, srv, "update-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "update-1", v1alpha1.StateFulfilled, 30*time.Second)
 
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "update-1", types.MergePatchType,
 		[]byte(`{"spec":{"templateVersion":"v2.0.0"}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	eventually(t, 30*time.Second, func() bool {
@@ -371,15 +373,15 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool {
 		u, _ := getPR(t, srv, "update-1")
 		_, has := u.Object["status"].(map[string]any)["extensions"]
-		return CurrentStatus(u).State == StateFulfilled && has
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && has
 	}, "never fulfilled again after the update")
 
 	// clusterName is immutable once the package variant exists.
-	_, err = srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "update-1", types.MergePatchType,
+	_, err = srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "update-1", types.MergePatchType,
 		[]byte(`{"spec":{"templateParameters":{"clusterName":"edge-other"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	u := waitState(t, srv, "update-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, `clusterName cannot change from "edge-update-1" to "edge-other"`)
+	u := waitState(t, srv, "update-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, `clusterName cannot change from "edge-update-1" to "edge-other"`)
 }
 
 // A fulfilled request the Python operator handled (its kopf annotations, no PackageVariant left) is not
@@ -400,19 +402,19 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 		"provisioningStatus":     map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
 		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "0b7e1a4c-6f3e-4d38-9c1d-7c9a2f1f0e11", "oCloudInfrastructureResourceIds": []any{}},
 	}
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	before, _ := getPR(t, srv, "python-1")
 
 	c := startChain(t, srv, "python", nil, nil)
-	eventually(t, 20*time.Second, func() bool { return c.rec.count("GET", "") > 0 }, "the operator never started")
+	eventually(t, 20*time.Second, func() bool { return c.rec.Count("GET", "") > 0 }, "the operator never started")
 	time.Sleep(2 * time.Second)
 	after, _ := getPR(t, srv, "python-1")
 	// It holds nothing (no PackageVariant left, no hosts): not even a finalizer is written.
 	assert.Empty(t, after.GetFinalizers())
-	assert.Empty(t, c.rec.writes("/provisioningrequests/python-1"), "a request that holds nothing was written")
+	assert.Empty(t, c.rec.Writes("/provisioningrequests/python-1"), "a request that holds nothing was written")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "status changed")
 	assert.Equal(t, before.GetAnnotations(), after.GetAnnotations(), "kopf state changed")
-	assert.Zero(t, c.rec.count("POST", "/packagevariants"), "re-rendered a fulfilled request")
-	assert.Empty(t, c.rec.writes("/provisioningrequests/python-1/status"))
+	assert.Zero(t, c.rec.Count("POST", "/packagevariants"), "re-rendered a fulfilled request")
+	assert.Empty(t, c.rec.Writes("/provisioningrequests/python-1/status"))
 }

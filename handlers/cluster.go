@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
 
 // clusterView is what the chain needs to know of a CAPI Cluster.
@@ -72,7 +74,7 @@ func DetectClusterVersion(disc discovery.DiscoveryInterface, configured string) 
 	}
 	served := map[string]bool{}
 	for _, g := range groups.Groups {
-		if g.Name != "cluster.x-k8s.io" {
+		if g.Name != external.ClusterGroup {
 			continue
 		}
 		for _, v := range g.Versions {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 // Day-2 behaviour: what happens to a request after it was created, on the real API server with the
@@ -25,31 +27,19 @@ import (
 
 func patchPR(t *testing.T, srv *kubeapi.Server, name, body string) {
 	t.Helper()
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), name, types.MergePatchType,
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), name, types.MergePatchType,
 		[]byte(body), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
 func deletePR(t *testing.T, srv *kubeapi.Server, name string) {
 	t.Helper()
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
 }
 
 func resourceIDs(u *unstructured.Unstructured) []string {
 	ids, _, _ := unstructured.NestedStringSlice(u.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	return ids
-}
-
-func gaugeValue(t *testing.T, g prometheus.Gatherer, name string) (float64, bool) {
-	t.Helper()
-	families, err := g.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
 }
 
 // GitOps tools label and annotate what they touch: neither may re-drive a fulfilled or failed request,
@@ -60,17 +50,17 @@ func TestLabelAndAnnotationEditsNeverReDriveARequest(t *testing.T) {
 	c := startChain(t, srv, "gitops", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("gitops-ok", "gitops", tmplOK, map[string]any{"clusterName": "edge-gitops-ok"}))
 	createPR(t, srv, provisioningRequest("gitops-failed", "gitops", tmplNeverRenders, map[string]any{"clusterName": "edge-gitops-failed"}))
-	waitState(t, srv, "gitops-ok", StateFulfilled, 30*time.Second)
-	waitState(t, srv, "gitops-failed", StateFailed, 30*time.Second)
+	waitState(t, srv, "gitops-ok", v1alpha1.StateFulfilled, 30*time.Second)
+	waitState(t, srv, "gitops-failed", v1alpha1.StateFailed, 30*time.Second)
 	// The fulfilled request's PackageVariant is removed on purpose (its job is done).
-	require.NoError(t, srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Delete(context.Background(), "gitops-ok", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Delete(context.Background(), "gitops-ok", metav1.DeleteOptions{}))
 	eventually(t, 20*time.Second, func() bool { _, ok := getPV(t, srv, "gitops-ok"); return !ok }, "package variant never went")
 
 	before := map[string]*unstructured.Unstructured{}
 	for _, name := range []string{"gitops-ok", "gitops-failed"} {
 		before[name], _ = getPR(t, srv, name)
 	}
-	pvCreates := c.rec.count("POST", "/packagevariants")
+	pvCreates := c.rec.Count("POST", "/packagevariants")
 	for i, name := range []string{"gitops-ok", "gitops-failed"} {
 		patchPR(t, srv, name, fmt.Sprintf(`{"metadata":{"labels":{"argocd.argoproj.io/instance":"edge-%d"}}}`, i))
 		patchPR(t, srv, name, `{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/checksum":"abc"}}}`)
@@ -88,7 +78,7 @@ func TestLabelAndAnnotationEditsNeverReDriveARequest(t *testing.T) {
 		assert.Equal(t, before[name].Object["status"], after.Object["status"], "%s: status moved on a label/annotation edit", name)
 		assert.False(t, hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventProgressing, "updated"), "%s was re-driven", name)
 	}
-	assert.Equal(t, pvCreates, c.rec.count("POST", "/packagevariants"), "a package variant was re-created")
+	assert.Equal(t, pvCreates, c.rec.Count("POST", "/packagevariants"), "a package variant was re-created")
 	_, recreated := getPV(t, srv, "gitops-ok")
 	assert.False(t, recreated, "the package variant removed on purpose came back")
 
@@ -96,12 +86,12 @@ func TestLabelAndAnnotationEditsNeverReDriveARequest(t *testing.T) {
 	patchPR(t, srv, "gitops-failed", `{"spec":{"templateVersion":"v9.9.9"}}`)
 	eventually(t, 20*time.Second, func() bool {
 		u, _ := getPR(t, srv, "gitops-failed")
-		s := CurrentStatus(u)
+		s := v1alpha1.StatusOf(u)
 		start, _, _ := unstructured.NestedString(u.Object, "status", "extensions", budgetStartKey)
-		return start != "" && (s.State == StateProgressing || strings.Contains(s.Message, "timed out")) &&
+		return start != "" && (s.State == v1alpha1.StateProgressing || strings.Contains(s.Message, "timed out")) &&
 			hasEvent(eventsOf(t, srv, "gitops-failed"), corev1.EventTypeNormal, EventProgressing, "updated after it failed; provisioning again with a new budget of 3s")
 	}, "the spec change did not re-drive the failed request with a new budget")
-	waitState(t, srv, "gitops-failed", StateFailed, 30*time.Second)
+	waitState(t, srv, "gitops-failed", v1alpha1.StateFailed, 30*time.Second)
 }
 
 // A request that failed (its budget ran out while waiting for hosts) claims, registers and writes
@@ -120,10 +110,10 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	c := startChain(t, srv, "terminal", cfg, nil, inv.client)
 	createPR(t, srv, provisioningRequest("terminal-1", "terminal", tmplOK, hostsParams("edge-terminal-1",
 		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 48}})))
-	failed := waitState(t, srv, "terminal-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(failed).Message, "timed out after 4s")
+	failed := waitState(t, srv, "terminal-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(failed).Message, "timed out after 4s")
 	eventually(t, 10*time.Second, func() bool {
-		v, ok := gaugeValue(t, c.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		v, ok := promtest.Gather(t, c.op.Registry()).Value("o2ims_hosts_held_by_failed_requests", nil)
 		return ok && v == 1
 	},
 		"the failed request's host is not counted")
@@ -145,18 +135,18 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	}
 	after, _ := getPR(t, srv, "terminal-1")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "a failed request's status moved")
-	assert.Empty(t, c2.rec.writes("/provisioningrequests/terminal-1/status"), "status written for a failed request")
-	assert.Empty(t, c2.rec.writes("/baremetalhosts"), "registration for a failed request")
-	assert.Empty(t, c2.rec.writes("/packagevariants"), "package variant written for a failed request")
+	assert.Empty(t, c2.rec.Writes("/provisioningrequests/terminal-1/status"), "status written for a failed request")
+	assert.Empty(t, c2.rec.Writes("/baremetalhosts"), "registration for a failed request")
+	assert.Empty(t, c2.rec.Writes("/packagevariants"), "package variant written for a failed request")
 	d, _ := inv.sim.Device(first)
 	assert.Equal(t, "active", d.Status, "the failed request's host stays claimed")
 
 	// Its spec changes: provisioning starts again, with the hosts it holds.
 	patchPR(t, srv, "terminal-1", `{"spec":{"templateParameters":{"hosts":[{"role":"worker","count":1,"selector":{"cpu_cores":48}}]}}}`)
-	done := waitState(t, srv, "terminal-1", StateFulfilled, 30*time.Second)
+	done := waitState(t, srv, "terminal-1", v1alpha1.StateFulfilled, 30*time.Second)
 	assert.Equal(t, []string{netbox.Identity(first)}, resourceIDs(done))
 	eventually(t, 10*time.Second, func() bool {
-		v, ok := gaugeValue(t, c2.op.Registry(), "o2ims_hosts_held_by_failed_requests")
+		v, ok := promtest.Gather(t, c2.op.Registry()).Value("o2ims_hosts_held_by_failed_requests", nil)
 		return ok && v == 0
 	},
 		"the gauge still counts a request that is no longer failed")
@@ -181,7 +171,7 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 	pr := createPR(t, srv, provisioningRequest("follow-1", "follow", tmplOK, hostsParams("edge-follow-1",
 		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 96}})))
 	uid := string(pr.GetUID())
-	done := waitState(t, srv, "follow-1", StateFulfilled, 60*time.Second)
+	done := waitState(t, srv, "follow-1", v1alpha1.StateFulfilled, 60*time.Second)
 	held := resourceIDs(done)
 	require.Len(t, held, 2)
 
@@ -196,10 +186,10 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 	}
 	check := func(want []string) {
 		t.Helper()
-		u := waitState(t, srv, "follow-1", StateFulfilled, 60*time.Second)
+		u := waitState(t, srv, "follow-1", v1alpha1.StateFulfilled, 60*time.Second)
 		eventually(t, 30*time.Second, func() bool {
 			u, _ = getPR(t, srv, "follow-1")
-			return CurrentStatus(u).State == StateFulfilled && len(resourceIDs(u)) == len(want)
+			return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && len(resourceIDs(u)) == len(want)
 		}, "never fulfilled with %d hosts", len(want))
 		assert.ElementsMatch(t, want, resourceIDs(u), "the request lists exactly what it holds")
 		assert.ElementsMatch(t, want, ownedActive(), "NetBox holds exactly what the request lists")
@@ -242,7 +232,7 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 	eventually(t, 60*time.Second, func() bool {
 		u, _ := getPR(t, srv, "follow-1")
 		ids := resourceIDs(u)
-		return CurrentStatus(u).State == StateFulfilled && len(ids) == 1 && ids[0] == netbox.Identity(cp)
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && len(ids) == 1 && ids[0] == netbox.Identity(cp)
 	}, "never moved to the control-plane role")
 	check([]string{netbox.Identity(cp)})
 	for _, id := range workers {
@@ -268,21 +258,21 @@ func TestDeletionWithoutTheInventoryKeepsTheFinalizerUntilItIsBack(t *testing.T)
 	pr := createPR(t, srv, provisioningRequest("noinv-del-1", "noinv-del", tmplOK, hostsParams("edge-noinv-del-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 192}})))
 	uid := string(pr.GetUID())
-	waitState(t, srv, "noinv-del-1", StateFulfilled, 60*time.Second)
+	waitState(t, srv, "noinv-del-1", v1alpha1.StateFulfilled, 60*time.Second)
 	c.stop(t)
 
 	startChain(t, srv, "noinv-del", withInv, nil) // no inventory client: NETBOX_URL unset
 	deletePR(t, srv, "noinv-del-1")
 	eventually(t, 30*time.Second, func() bool {
 		u, ok := getPR(t, srv, "noinv-del-1")
-		return ok && strings.Contains(CurrentStatus(u).Message, "NETBOX_URL is not set") &&
+		return ok && strings.Contains(v1alpha1.StatusOf(u).Message, "NETBOX_URL is not set") &&
 			hasEvent(eventsOf(t, srv, "noinv-del-1"), corev1.EventTypeWarning, EventReleaseBlocked, "NETBOX_URL")
 	}, "the blocked release was not reported")
 	time.Sleep(time.Second)
 	u, ok := getPR(t, srv, "noinv-del-1")
 	require.True(t, ok, "the request went away with its host still claimed")
 	assert.Equal(t, []string{Finalizer}, u.GetFinalizers())
-	assert.Contains(t, CurrentStatus(u).Message, netbox.Identity(host))
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, netbox.Identity(host))
 	d, _ := inv.sim.Device(host)
 	assert.Equal(t, "active", d.Status)
 	bmhs, _ := metal3Objects(t, srv, inv.metal3NS, uid)
@@ -324,7 +314,7 @@ func TestQuarantineThatLostItsPreconditionPostsNoEvent(t *testing.T) {
 		return false
 	}, "the quarantine never met its 412")
 	good := inv.addHost(t, srv, "q412-good", 384, "admin")
-	done := waitState(t, srv, "q412-1", StateFulfilled, 60*time.Second)
+	done := waitState(t, srv, "q412-1", v1alpha1.StateFulfilled, 60*time.Second)
 	assert.Equal(t, []string{netbox.Identity(good)}, resourceIDs(done))
 	d, _ := inv.sim.Device(bare)
 	assert.Equal(t, "offline", d.Status, "the admin's decision stands")
@@ -346,11 +336,11 @@ func TestHalfResetCandidateWithOurUIDIsTakenBack(t *testing.T) {
 	require.NoError(t, inv.sim.SetCustom(host, "o2ims_request_uid", uid))
 	pr.Object["status"] = map[string]any{"extensions": map[string]any{"hosts": []any{
 		map[string]any{"role": "worker", "index": int64(0), "id": netbox.Identity(host), "phase": hosts.PhaseCandidate}}}}
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
 	startChain(t, srv, "halfreset", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
-	done := waitState(t, srv, "halfreset-1", StateFulfilled, 60*time.Second)
+	done := waitState(t, srv, "halfreset-1", v1alpha1.StateFulfilled, 60*time.Second)
 	assert.Equal(t, []string{netbox.Identity(host)}, resourceIDs(done))
 	d, _ := inv.sim.Device(host)
 	assert.Equal(t, "active", d.Status)

@@ -2,12 +2,8 @@ package handlers
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -62,90 +60,9 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// recorder sees what the operator sends, at its transport.
-type recorder struct {
-	mu     sync.Mutex
-	reqs   []string // "METHOD path"
-	bodies []string
-	fault  func(req *http.Request) (drop bool)
-	// reroute, when set, may send a request elsewhere (another path) before it goes out, so the real
-	// server gives the answer the test wants the operator to see.
-	reroute func(req *http.Request) *http.Request
-}
-
-func (r *recorder) wrap(rt http.RoundTripper) http.RoundTripper {
-	return rtFunc(func(req *http.Request) (*http.Response, error) {
-		var body []byte
-		if req.GetBody != nil {
-			if rc, err := req.GetBody(); err == nil {
-				body, _ = io.ReadAll(rc)
-				rc.Close()
-			}
-		}
-		r.mu.Lock()
-		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path)
-		r.bodies = append(r.bodies, string(body))
-		fault, reroute := r.fault, r.reroute
-		r.mu.Unlock()
-		if reroute != nil {
-			req = reroute(req)
-		}
-		resp, err := rt.RoundTrip(req)
-		if err == nil && fault != nil && fault(req) {
-			// The server acted; the answer never reaches us.
-			resp.Body.Close()
-			return nil, fmt.Errorf("read tcp: connection reset by peer (injected)")
-		}
-		return resp, err
-	})
-}
-
-type rtFunc func(*http.Request) (*http.Response, error)
-
-func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// count counts requests by method whose path contains substr.
-func (r *recorder) count(method, substr string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, q := range r.reqs {
-		if strings.HasPrefix(q, method+" ") && strings.Contains(q, substr) {
-			n++
-		}
-	}
-	return n
-}
-
-// bodiesOf lists the bodies of requests by method whose path ends with suffix.
-func (r *recorder) bodiesOf(method, suffix string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for i, q := range r.reqs {
-		if strings.HasPrefix(q, method+" ") && strings.HasSuffix(q, suffix) {
-			out = append(out, r.bodies[i])
-		}
-	}
-	return out
-}
-
-// writes lists the mutating requests whose path contains substr.
-func (r *recorder) writes(substr string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, q := range r.reqs {
-		if !strings.HasPrefix(q, "GET ") && strings.Contains(q, substr) {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
 type chain struct {
 	op     *framework.Operator
-	rec    *recorder
+	rec    *kubeapi.Recorder
 	cfg    Config
 	cancel context.CancelFunc
 	done   chan error
@@ -153,10 +70,10 @@ type chain struct {
 
 // startChain runs the operator in-process on the shared server, watching requests labelled test=<label>.
 // With an inventory client, the NetBox + Metal3 step is on.
-func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Config), rec *recorder, inventory ...*netbox.Client) *chain {
+func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Config), rec *kubeapi.Recorder, inventory ...*netbox.Client) *chain {
 	t.Helper()
 	if rec == nil {
-		rec = &recorder{}
+		rec = &kubeapi.Recorder{}
 	}
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
@@ -166,7 +83,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 		mutate(&cfg)
 	}
 	rc := srv.AdminConfig()
-	rc.WrapTransport = rec.wrap
+	rc.WrapTransport = rec.Wrap
 	clients, err := framework.NewClients(rc, framework.DefaultClientOptions())
 	require.NoError(t, err)
 	version, err := DetectClusterVersion(clients.Kubernetes.Discovery(), cfg.ClusterAPIVersion)
@@ -229,14 +146,14 @@ func provisioningRequest(name, label, template string, params map[string]any) *u
 
 func createPR(t *testing.T, srv *kubeapi.Server, u *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
-	out, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Create(context.Background(), u, metav1.CreateOptions{})
+	out, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return out
 }
 
 func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
 	t.Helper()
-	u, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false
 	}
@@ -246,7 +163,7 @@ func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstru
 // waitState waits until the request reaches a provisioning state and returns it.
 func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
-	var last ProvisioningStatus
+	var last v1alpha1.ProvisioningStatus
 	var u *unstructured.Unstructured
 	eventually(t, timeout, func() bool {
 		var ok bool
@@ -254,7 +171,7 @@ func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout ti
 		if !ok {
 			return false
 		}
-		last = CurrentStatus(u)
+		last = v1alpha1.StatusOf(u)
 		return last.State == state
 	}, "request %s never reached %s; last status %+v", name, state, &last)
 	return u
@@ -262,7 +179,7 @@ func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout ti
 
 func getPV(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
 	t.Helper()
-	u, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	u, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil, false
 	}

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
@@ -47,18 +49,15 @@ type Hosts interface {
 func HostsConfig(cfg Config) hosts.Config {
 	return hosts.Config{
 		Metal3Namespace: cfg.Metal3Namespace, CredentialsNamespace: cfg.CredentialsNamespace,
-		Requests:        ProvisioningRequestGVR,
-		Failed:          func(u *unstructured.Unstructured) bool { return CurrentStatus(u).State == StateFailed },
-		BareMetalHosts:  BareMetalHostGVR,
 		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID,
 	}
 }
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
-	PackageVariantGVR.GroupResource():                 "PackageVariant",
-	ProvisioningRequestGVR.GroupResource():            "ProvisioningRequest",
-	{Group: "cluster.x-k8s.io", Resource: "clusters"}: "Cluster",
+	external.PackageVariantGVR.GroupResource(): external.PackageVariantKind,
+	v1alpha1.GVR.GroupResource():               v1alpha1.Kind,
+	external.ClusterGVR("").GroupResource():    external.ClusterKind,
 }
 
 // Handlers holds the chain's dependencies.
@@ -74,7 +73,7 @@ type Handlers struct {
 // New builds the chain. clusterVersion comes from DetectClusterVersion; hosts is nil without an inventory.
 func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
 	return &Handlers{
-		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: ClusterGVR(clusterVersion),
+		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: external.ClusterGVR(clusterVersion),
 		kube: kube.New(clients.Dynamic, kinds), hosts: hosts, metrics: newMetrics(reg),
 	}
 }
@@ -84,15 +83,15 @@ func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Ho
 // PackageVariant, Cluster or BareMetalHost changing.
 func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 	h.metrics.cache, h.metrics.handlers = op.Cache(), h
-	w := op.Watch(ProvisioningRequestGVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
+	w := op.Watch(v1alpha1.GVR, framework.WatchOptions{Finalizer: Finalizer, LabelSelector: h.cfg.Selector})
 	w.Index(IndexClusterName, func(u *unstructured.Unstructured) []string {
-		cn, _, _ := unstructured.NestedString(u.Object, "spec", "templateParameters", "clusterName")
+		cn := v1alpha1.ClusterName(u)
 		if cn == "" {
 			return nil
 		}
 		return []string{cn}
 	})
-	w.Related(PackageVariantGVR, h.cfg.PackageVariantNamespace,
+	w.Related(external.PackageVariantGVR, h.cfg.PackageVariantNamespace,
 		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
 	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
 	if h.hosts != nil {

@@ -3,6 +3,8 @@ package handlers
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
@@ -22,7 +24,7 @@ func (h *Handlers) holdsForRelease(pr *unstructured.Unstructured, cache *framewo
 	if len(hosts.Held(pr)) > 0 {
 		return true
 	}
-	pv, found, err := cache.Get(PackageVariantGVR, h.cfg.PackageVariantNamespace, pr.GetName())
+	pv, found, err := cache.Get(external.PackageVariantGVR, h.cfg.PackageVariantNamespace, pr.GetName())
 	switch {
 	case err != nil:
 		return true
@@ -48,7 +50,7 @@ func ownerRefTo(obj, pr *unstructured.Unstructured) bool {
 // not removed yet (a request deleted before it was handled carries no finalizer, so nothing waited).
 func ownedByAnEarlierRequest(pv, pr *unstructured.Unstructured) bool {
 	for _, ref := range pv.GetOwnerReferences() {
-		if ref.Kind == "ProvisioningRequest" && ref.APIVersion == ProvisioningRequestGVR.GroupVersion().String() &&
+		if ref.Kind == "ProvisioningRequest" && ref.APIVersion == v1alpha1.GVR.GroupVersion().String() &&
 			ref.Name == pr.GetName() && ref.UID != pr.GetUID() {
 			return true
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -22,11 +23,13 @@ func TestTheFinalizerComesWithTheFirstHostRecord(t *testing.T) {
 	createPR(t, srv, provisioningRequest("holds-1", "holds", tmplOK, hostsParams("edge-holds-1",
 		map[string]any{"role": "control-plane", "count": 1, "selector": map[string]any{"cpu_cores": 32}},
 	)))
-	waitState(t, srv, "holds-1", StateFulfilled, 60*time.Second)
+	waitState(t, srv, "holds-1", v1alpha1.StateFulfilled, 60*time.Second)
 
-	c.rec.mu.Lock()
-	reqs, bodies := append([]string(nil), c.rec.reqs...), append([]string(nil), c.rec.bodies...)
-	c.rec.mu.Unlock()
+	recorded := c.rec.Requests()
+	var reqs, bodies []string
+	for _, q := range recorded {
+		reqs, bodies = append(reqs, q.String()), append(bodies, q.Body)
+	}
 	first := -1
 	for i, q := range reqs {
 		if q == "PATCH /apis/o2ims.provisioning.oran.org/v1alpha1/provisioningrequests/holds-1" {
@@ -34,7 +37,7 @@ func TestTheFinalizerComesWithTheFirstHostRecord(t *testing.T) {
 			break
 		}
 	}
-	require.GreaterOrEqual(t, first, 1, "no metadata write: %v", nonEvents(reqs))
+	require.GreaterOrEqual(t, first, 1, "no metadata write: %v", nonEvents(recorded))
 	assert.Contains(t, bodies[first], `"finalizers":["`+Finalizer+`"]`, "the first metadata write does not add the finalizer")
 	prev := first - 1
 	for prev >= 0 && !strings.HasSuffix(reqs[prev], "/provisioningrequests/holds-1/status") {

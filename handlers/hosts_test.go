@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
@@ -93,7 +95,7 @@ func hostsParams(cluster string, hosts ...map[string]any) map[string]any {
 
 func metal3Objects(t *testing.T, srv *kubeapi.Server, metal3NS, uid string) (bmhs, secrets []string) {
 	t.Helper()
-	list, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(metal3NS).List(context.Background(), metav1.ListOptions{})
+	list, err := srv.AdminDynamic().Resource(external.BareMetalHostGVR).Namespace(metal3NS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	for _, b := range list.Items {
 		if uid == "" || b.GetAnnotations()[AnnotationRequestUID] == uid {
@@ -125,7 +127,7 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 8}},
 	)))
 	uid := string(pr.GetUID())
-	done := waitState(t, srv, "hosts-1", StateFulfilled, 60*time.Second)
+	done := waitState(t, srv, "hosts-1", v1alpha1.StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	require.Len(t, ids, 3)
 	assert.Equal(t, netbox.Identity(big), ids[0], "slots in request order: the control plane first")
@@ -136,7 +138,7 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 		assert.Equal(t, uid, d.Custom["o2ims_request_uid"])
 	}
 
-	bmh, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(inv.metal3NS).Get(context.Background(), netbox.Identity(big), metav1.GetOptions{})
+	bmh, err := srv.AdminDynamic().Resource(external.BareMetalHostGVR).Namespace(inv.metal3NS).Get(context.Background(), netbox.Identity(big), metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{hosts.LabelCluster: "edge-hosts-1", hosts.LabelRole: "control-plane", hosts.LabelManagedBy: hosts.ManagedByValue}, bmh.GetLabels())
 	spec, _, _ := unstructured.NestedMap(bmh.Object, "spec")
@@ -154,7 +156,7 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 	t.Logf("NetBox calls for 3 claimed hosts: %d (%.2f per host)", calls, float64(calls)/3)
 	assert.LessOrEqual(t, float64(calls)/3, 4.0)
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "hosts-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "hosts-1", metav1.DeleteOptions{}))
 	var last any
 	eventually(t, 60*time.Second, func() bool {
 		u, ok := getPR(t, srv, "hosts-1")
@@ -186,12 +188,12 @@ func TestMissingHostsKeepTheRequestProgressingUntilThereAreEnough(t *testing.T) 
 		map[string]any{"role": "worker", "count": 3, "selector": map[string]any{"cpu_cores": 64}})))
 	eventually(t, 30*time.Second, func() bool {
 		u, _ := getPR(t, srv, "missing-1")
-		m := CurrentStatus(u).Message
-		return CurrentStatus(u).State == StateProgressing && containsAll(m, "1 of 3 hosts claimed", "2 more for role worker")
+		m := v1alpha1.StatusOf(u).Message
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateProgressing && containsAll(m, "1 of 3 hosts claimed", "2 more for role worker")
 	}, "the missing hosts were not reported")
 	inv.addHost(t, srv, "m-2", 64, "admin")
 	inv.addHost(t, srv, "m-3", 64, "admin")
-	waitState(t, srv, "missing-1", StateFulfilled, 60*time.Second)
+	waitState(t, srv, "missing-1", v1alpha1.StateFulfilled, 60*time.Second)
 }
 
 func containsAll(s string, parts ...string) bool {
@@ -222,8 +224,8 @@ func TestHostsRequestedWithoutAnInventoryFail(t *testing.T) {
 	startChain(t, srv, "no-inventory", nil, nil)
 	createPR(t, srv, provisioningRequest("no-inventory-1", "no-inventory", tmplOK, hostsParams("edge-noinv-1",
 		map[string]any{"role": "worker", "count": 1})))
-	u := waitState(t, srv, "no-inventory-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, "hosts are requested but no inventory is configured")
+	u := waitState(t, srv, "no-inventory-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "hosts are requested but no inventory is configured")
 }
 
 func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
@@ -236,9 +238,9 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 128}})))
 	eventually(t, 30*time.Second, func() bool { d, _ := inv.sim.Device(bare); return d.Status == "failed" }, "never quarantined")
 	u, _ := getPR(t, srv, "quarantine-1")
-	assert.Equal(t, StateProgressing, CurrentStatus(u).State, "a quarantine is not a failure of the request")
+	assert.Equal(t, v1alpha1.StateProgressing, v1alpha1.StatusOf(u).State, "a quarantine is not a failure of the request")
 	good := inv.addHost(t, srv, "q-good", 128, "admin")
-	done := waitState(t, srv, "quarantine-1", StateFulfilled, 60*time.Second)
+	done := waitState(t, srv, "quarantine-1", v1alpha1.StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	assert.Equal(t, []string{netbox.Identity(good)}, ids)
 	d, _ := inv.sim.Device(bare)
@@ -272,7 +274,7 @@ func TestRefusedBMCCredentialsShowInTheRequestsProgress(t *testing.T) {
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 256}})))
 	eventually(t, 30*time.Second, func() bool {
 		u, _ := getPR(t, srv, "refused-1")
-		return contains(CurrentStatus(u).Message, "registration error: Failed to get power state")
+		return contains(v1alpha1.StatusOf(u).Message, "registration error: Failed to get power state")
 	}, "the BMC registration error was not reported")
 }
 
@@ -284,9 +286,9 @@ func TestUnknownSelectorFieldIsAConfigurationFailureNotNoCapacity(t *testing.T) 
 	startChain(t, srv, "schema", inv.namespaces, nil, inv.client)
 	createPR(t, srv, provisioningRequest("schema-1", "schema", tmplOK, hostsParams("edge-schema-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"gpu_model": "a100"}})))
-	u := waitState(t, srv, "schema-1", StateFailed, 30*time.Second)
-	assert.Contains(t, CurrentStatus(u).Message, "Host assignment failed; reason: netbox")
-	assert.Contains(t, CurrentStatus(u).Message, "gpu_model")
+	u := waitState(t, srv, "schema-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "Host assignment failed; reason: netbox")
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "gpu_model")
 }
 
 // Fifty requests compete for twenty hosts: exactly twenty claims, never a host twice.
@@ -306,7 +308,7 @@ func TestCompetingRequestsNeverShareAHost(t *testing.T) {
 	eventually(t, 120*time.Second, func() bool {
 		n := 0
 		for i := 0; i < 50; i++ {
-			if u, ok := getPR(t, srv, fmt.Sprintf("race-%02d", i)); ok && CurrentStatus(u).State == StateFulfilled {
+			if u, ok := getPR(t, srv, fmt.Sprintf("race-%02d", i)); ok && v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled {
 				n++
 			}
 		}
@@ -376,7 +378,7 @@ func TestRandomRestartsDuringClaimsAndReleasesLeakNothing(t *testing.T) {
 	cycle(6)
 	assertNoDoubleClaims(t, inv, hostIDs)
 	for i := 0; i < 8; i++ {
-		require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), fmt.Sprintf("chaos-%d", i), metav1.DeleteOptions{}))
+		require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), fmt.Sprintf("chaos-%d", i), metav1.DeleteOptions{}))
 	}
 	cycle(6)
 	assertNoDoubleClaims(t, inv, hostIDs)
@@ -395,7 +397,7 @@ func TestRandomRestartsDuringClaimsAndReleasesLeakNothing(t *testing.T) {
 		assert.Nil(t, d.Custom["o2ims_request_uid"], "host %d", id)
 	}
 	var leftBMH []string
-	list, err := srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(inv.metal3NS).List(context.Background(), metav1.ListOptions{})
+	list, err := srv.AdminDynamic().Resource(external.BareMetalHostGVR).Namespace(inv.metal3NS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	mine := map[string]bool{}
 	for _, id := range hostIDs {

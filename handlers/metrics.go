@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -27,7 +28,7 @@ type Metrics struct {
 }
 
 // metricStates are the state label values, pending being "no state written yet".
-var metricStates = []string{"pending", StateProgressing, StateFulfilled, StateFailed, StateDeleting}
+var metricStates = append([]string{"pending"}, v1alpha1.States...)
 
 // waitingForFreeHosts is how the hosts step says that the pool has no (more) free host matching a role's
 // selector; the pool-exhausted gauge counts progressing requests whose message says it.
@@ -90,10 +91,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	waiting := 0.0
 	now := m.now()
 	if m.cache != nil {
-		list, err := m.cache.List(ProvisioningRequestGVR, "")
+		list, err := m.cache.List(v1alpha1.GVR, "")
 		if err == nil {
 			for _, u := range list {
-				st := CurrentStatus(u)
+				st := v1alpha1.StatusOf(u)
 				s := st.State
 				if s == "" {
 					s = "pending"
@@ -105,7 +106,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 				if since, ok := m.inStateSince(u, s, st); ok {
 					oldest[s] = max(oldest[s], now.Sub(since).Seconds())
 				}
-				if s == StateProgressing && strings.Contains(st.Message, waitingForFreeHosts) {
+				if s == v1alpha1.StateProgressing && strings.Contains(st.Message, waitingForFreeHosts) {
 					waiting++
 				}
 			}
@@ -124,14 +125,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // inStateSince is the clock a state's age runs on: what CREATION_TIMEOUT counts from while a request
 // waits (so "progressing for longer than X" compares with the budget), deletion's own start, else the
 // last status change.
-func (m *Metrics) inStateSince(u *unstructured.Unstructured, state string, st ProvisioningStatus) (time.Time, bool) {
+func (m *Metrics) inStateSince(u *unstructured.Unstructured, state string, st v1alpha1.ProvisioningStatus) (time.Time, bool) {
 	switch state {
-	case "pending", StateProgressing:
+	case "pending", v1alpha1.StateProgressing:
 		if m.handlers != nil {
 			return m.handlers.deadline(u).Add(-m.handlers.cfg.CreationTimeout), true
 		}
 		return u.GetCreationTimestamp().Time, true
-	case StateDeleting:
+	case v1alpha1.StateDeleting:
 		if ts := u.GetDeletionTimestamp(); ts != nil {
 			return ts.Time, true
 		}

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
@@ -383,7 +385,7 @@ func (m *model) fault() string {
 type snapshot map[string]*unstructured.Unstructured // uid → request
 
 func (m *model) requests() snapshot {
-	list, err := m.srv.AdminDynamic().Resource(ProvisioningRequestGVR).List(context.Background(), metav1.ListOptions{LabelSelector: "test=" + m.label})
+	list, err := m.srv.AdminDynamic().Resource(v1alpha1.GVR).List(context.Background(), metav1.ListOptions{LabelSelector: "test=" + m.label})
 	require.NoError(m.t, err)
 	out := snapshot{}
 	for i := range list.Items {
@@ -432,7 +434,7 @@ func (m *model) check(where string) {
 
 	r1 := m.requests()
 	devices := m.inv.sim.Devices()
-	bmhs, err := m.srv.AdminDynamic().Resource(BareMetalHostGVR).Namespace(m.inv.metal3NS).List(context.Background(), metav1.ListOptions{})
+	bmhs, err := m.srv.AdminDynamic().Resource(external.BareMetalHostGVR).Namespace(m.inv.metal3NS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	secrets, err := m.srv.AdminClientset().CoreV1().Secrets(m.inv.metal3NS).List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
@@ -521,8 +523,8 @@ func (m *model) check(where string) {
 			}
 			st.budgetStart = bs
 		}
-		state := CurrentStatus(u).State
-		terminal := state == StateFulfilled || state == StateFailed
+		state := v1alpha1.StatusOf(u).State
+		terminal := state == v1alpha1.StateFulfilled || state == v1alpha1.StateFailed
 		now := map[string]any{"provisioningStatus": nested(u, "status", "provisioningStatus"), "provisionedResourceSet": nested(u, "status", "provisionedResourceSet")}
 		if st.terminal != nil && !reflect.DeepEqual(st.terminal, now) {
 			fail("%s: a %v status moved without a spec change: now %v", u.GetName(), st.terminal, now)

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -34,8 +36,8 @@ func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Requ
 		spec["pipeline"] = map[string]any{"mutators": []any{map[string]any{"image": setLabelsImage, "configMap": cm}}}
 	}
 	pv := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": PackageVariantGVR.GroupVersion().String(),
-		"kind":       "PackageVariant",
+		"apiVersion": external.PackageVariantGVR.GroupVersion().String(),
+		"kind":       external.PackageVariantKind,
 		"spec":       spec,
 	}}
 	pv.SetName(pr.GetName())
@@ -46,7 +48,7 @@ func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Requ
 		AnnotationDownstream: req.ClusterName,
 	})
 	pv.SetOwnerReferences([]metav1.OwnerReference{{
-		APIVersion: ProvisioningRequestGVR.GroupVersion().String(), Kind: "ProvisioningRequest",
+		APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind,
 		Name: pr.GetName(), UID: pr.GetUID(),
 	}})
 	return pv
@@ -121,11 +123,11 @@ func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructur
 	}
 	pv.SetLabels(labels)
 	pv.SetOwnerReferences(append(pv.GetOwnerReferences(), want.GetOwnerReferences()...))
-	adopted, err := h.kube.Update(ctx, PackageVariantGVR, pv)
+	adopted, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
 			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
-			if live, gerr := h.kube.Get(ctx, c, PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
+			if live, gerr := h.kube.Get(ctx, c, external.PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
 				return live, nil
 			}
 		}
@@ -154,7 +156,7 @@ func (h *Handlers) conflict(c *framework.Cause, pv *unstructured.Unstructured) e
 func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause, req Request) (*unstructured.Unstructured, error) {
 	pr := c.Object
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
-	pv, found, err := c.Cache.Get(PackageVariantGVR, ns, name)
+	pv, found, err := c.Cache.Get(external.PackageVariantGVR, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +186,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		return pv, nil
 	}
 
-	created, err := h.kube.Create(ctx, PackageVariantGVR, h.desiredPackageVariant(pr, req))
+	created, err := h.kube.Create(ctx, external.PackageVariantGVR, h.desiredPackageVariant(pr, req))
 	if err == nil {
 		c.Normal(EventCreated, "Created package variant "+pvRef(created))
 		return created, nil
@@ -193,7 +195,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 	if ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
 		// The answer was lost, or someone (maybe our own earlier create) got there first: only reading it
 		// back tells which; a blind retry could not.
-		live, gerr := h.kube.Get(ctx, c, PackageVariantGVR, ns, name)
+		live, gerr := h.kube.Get(ctx, c, external.PackageVariantGVR, ns, name)
 		switch {
 		case gerr == nil && pvOwnedByRequest(live, pr) && live.GetAnnotations()[AnnotationDownstream] == req.ClusterName:
 			c.Logger.Info("package variant create settled by read-back: it is ours", errField(err))
@@ -224,7 +226,7 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	}
 	pv = pv.DeepCopy()
 	pv.Object["spec"] = want.Object["spec"]
-	updated, err := h.kube.Update(ctx, PackageVariantGVR, pv)
+	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
 			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed meanwhile and its update will be retried")
@@ -243,7 +245,7 @@ func (h *Handlers) retryOrFail(c *framework.Cause, phase string, err error) erro
 		return err // not an API failure: a bug; the framework retries with backoff
 	}
 	if ae.Retryable {
-		h.setStatus(c, StateProgressing, fmt.Sprintf("%s ongoing; retrying after: %s", phase, ae.Error()))
+		h.setStatus(c, v1alpha1.StateProgressing, fmt.Sprintf("%s ongoing; retrying after: %s", phase, ae.Error()))
 		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
 	}
 	return h.fail(c, fmt.Sprintf("%s failed; reason: %s", phase, ae.Error()))

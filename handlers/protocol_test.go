@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -58,16 +60,16 @@ func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
 		"metadata": map[string]any{"name": name + "-other", "namespace": "default"},
 		"spec":     map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-proto-elsewhere"}},
 	}}
-	_, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), other, metav1.CreateOptions{})
+	_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), other, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	c := startChain(t, srv, "proto-release", func(c *Config) { c.Requeue = 300 * time.Millisecond },
-		&recorder{reroute: answerWith(name, &mode, &rerouted)})
+		&kubeapi.Recorder{Reroute: answerWith(name, &mode, &rerouted)})
 	createPR(t, srv, provisioningRequest(name, "proto-release", tmplOK, map[string]any{"clusterName": "edge-proto-release"}))
-	waitState(t, srv, name, StateFulfilled, 30*time.Second)
+	waitState(t, srv, name, v1alpha1.StateFulfilled, 30*time.Second)
 
 	mode.Store("list")
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), name, metav1.DeleteOptions{}))
 	for _, m := range []struct{ mode, says string }{
 		{"list", "is a list"},
 		{"other-name", `not "default/` + name + `"`},
@@ -76,16 +78,16 @@ func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
 		mode.Store(m.mode)
 		eventually(t, 30*time.Second, func() bool {
 			u, ok := getPR(t, srv, name)
-			return ok && CurrentStatus(u).State == StateDeleting && strings.Contains(CurrentStatus(u).Message, m.says)
+			return ok && v1alpha1.StatusOf(u).State == v1alpha1.StateDeleting && strings.Contains(v1alpha1.StatusOf(u).Message, m.says)
 		}, "%s: the wrong answer was not reported", m.mode)
 		time.Sleep(time.Second) // passes at the 300ms requeue, each meeting the wrong answer
 		u, ok := getPR(t, srv, name)
 		require.True(t, ok, "%s: the finalizer went while the package variant exists", m.mode)
-		assert.Contains(t, CurrentStatus(u).Message, "protocol", m.mode)
+		assert.Contains(t, v1alpha1.StatusOf(u).Message, "protocol", m.mode)
 		assert.Contains(t, u.GetFinalizers(), Finalizer, m.mode)
 		_, exists := getPV(t, srv, name)
 		assert.True(t, exists, m.mode)
-		assert.Zero(t, c.rec.count("DELETE", "/packagevariants/"+name), "%s: deleted on a wrong answer", m.mode)
+		assert.Zero(t, c.rec.Count("DELETE", "/packagevariants/"+name), "%s: deleted on a wrong answer", m.mode)
 	}
 	assert.Positive(t, rerouted.Load())
 
@@ -106,21 +108,21 @@ func TestReadBackAnsweredWithAListIsNoConflict(t *testing.T) {
 	var mode atomic.Value
 	var rerouted, dropped atomic.Int32
 	mode.Store("list")
-	rec := &recorder{
-		reroute: func(req *http.Request) *http.Request {
+	rec := &kubeapi.Recorder{
+		Reroute: func(req *http.Request) *http.Request {
 			r := answerWith(name, &mode, &rerouted)(req)
 			if r != req {
 				mode.Store("") // one wrong answer
 			}
 			return r
 		},
-		fault: func(req *http.Request) bool {
+		Fault: func(req *http.Request) bool {
 			return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && dropped.Add(1) == 1
 		},
 	}
 	startChain(t, srv, "proto-readback", func(c *Config) { c.Requeue = 300 * time.Millisecond }, rec)
 	createPR(t, srv, provisioningRequest(name, "proto-readback", tmplOK, map[string]any{"clusterName": "edge-proto-readback"}))
-	waitState(t, srv, name, StateFulfilled, 30*time.Second)
+	waitState(t, srv, name, v1alpha1.StateFulfilled, 30*time.Second)
 	assert.EqualValues(t, 1, rerouted.Load(), "the read-back was not answered with the list")
 	evs := eventsOf(t, srv, name)
 	assert.False(t, hasEvent(evs, corev1.EventTypeWarning, EventConflict, ""), "a list was taken for a foreign package variant")

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
@@ -28,8 +29,8 @@ func (h *Handlers) Update(ctx context.Context, c *framework.Cause) error {
 
 func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChanged bool) error {
 	pr := c.Object
-	cur := CurrentStatus(pr)
-	terminal := cur.State == StateFulfilled || cur.State == StateFailed
+	cur := v1alpha1.StatusOf(pr)
+	terminal := cur.State == v1alpha1.StateFulfilled || cur.State == v1alpha1.StateFailed
 	if terminal && !specChanged {
 		// Fulfilled and failed are where a request stops until its spec changes: resuming must not re-drive
 		// it (a fulfilled one's PackageVariant may be gone on purpose; a failed one must claim, register
@@ -43,12 +44,12 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	}
 	if specChanged && terminal {
 		// A changed spec re-drives a finished request, with a budget of its own from now.
-		c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), "extensions", budgetStartKey)
+		c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), v1alpha1.FieldExtensions, budgetStartKey)
 		msg := "Provisioning request updated; provisioning again"
-		if cur.State == StateFailed {
+		if cur.State == v1alpha1.StateFailed {
 			msg = fmt.Sprintf("Provisioning request updated after it failed; provisioning again with a new budget of %s from the change", h.cfg.CreationTimeout)
 		}
-		h.setStatus(c, StateProgressing, msg)
+		h.setStatus(c, v1alpha1.StateProgressing, msg)
 		return framework.Again("re-driving after an update")
 	}
 
@@ -77,7 +78,7 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 			msg := "Hosts are being prepared: " + res.Message
 			if res.Soon && !h.expired(pr, c.Now) {
 				// Claim the recorded candidates as soon as the record is visible.
-				h.setStatus(c, StateProgressing, msg)
+				h.setStatus(c, v1alpha1.StateProgressing, msg)
 				return framework.Again(msg)
 			}
 			return h.waitWithinBudget(c, "hosts", msg, "")
@@ -108,7 +109,7 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	switch {
 	case v.provisioned:
 		setResourceSet(c, string(cl.GetUID()), hostIDs)
-		h.setStatus(c, StateFulfilled, "Cluster resource created")
+		h.setStatus(c, v1alpha1.StateFulfilled, "Cluster resource created")
 		return nil
 	case v.failed:
 		return h.fail(c, "Cluster resource creation failed; reason: "+v.detail)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
@@ -23,7 +25,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
 
 	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
-	pv, err := h.kube.Get(ctx, c, PackageVariantGVR, ns, name)
+	pv, err := h.kube.Get(ctx, c, external.PackageVariantGVR, ns, name)
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 		// Nothing of ours left there.
@@ -35,7 +37,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		}
 		// Exactly the version just read: if it carries no finalizer, a delete that succeeds removed it
 		// there and then, and the release goes on in this pass (no status write, wake-up and GET more).
-		err := h.kube.DeleteVersion(ctx, PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
+		err := h.kube.DeleteVersion(ctx, external.PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
 		if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 			return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
 		}
@@ -53,7 +55,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			// for good: the release waits for an operator that has the inventory configured.
 			msg := fmt.Sprintf("Deleting; %d hosts (%s) are still claimed and cannot be released: the inventory is not configured (NETBOX_URL is not set); set NETBOX_URL to release them",
 				len(held), strings.Join(held, ", "))
-			if CurrentStatus(pr).Message != truncateMessage(msg) {
+			if v1alpha1.StatusOf(pr).Message != truncateMessage(msg) {
 				c.Warning(EventReleaseBlocked, msg)
 			}
 			return h.deleting(c, msg)
@@ -67,7 +69,7 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 			msg := "Deleting; releasing hosts: " + rel.Message
 			if rel.Soon {
 				// The next release step reads what this one wrote: run again as soon as it is visible.
-				h.setStatus(c, StateDeleting, msg)
+				h.setStatus(c, v1alpha1.StateDeleting, msg)
 				return framework.Again(msg)
 			}
 			return h.deleting(c, msg)
@@ -76,12 +78,12 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	// With our finalizer the last one, the request is gone once the framework removes it: a status
 	// written now would be read by nobody, so it is written only while another finalizer keeps it.
 	if slices.ContainsFunc(pr.GetFinalizers(), func(f string) bool { return f != Finalizer }) {
-		h.setStatus(c, StateDeleting, "Deleting; all resources released")
+		h.setStatus(c, v1alpha1.StateDeleting, "Deleting; all resources released")
 	}
 	return nil
 }
 
 func (h *Handlers) deleting(c *framework.Cause, message string) error { //nolint:unparam // always a TemporaryError
-	h.setStatus(c, StateDeleting, message)
+	h.setStatus(c, v1alpha1.StateDeleting, message)
 	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
 }

@@ -11,21 +11,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// since is what the operator sent after mark (an index into the recorder), as "METHOD path".
-func (r *recorder) since(mark int) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string{}, r.reqs[mark:]...)
+// recSince is what the operator sent after mark (an index into the recorder), as "METHOD path".
+func recSince(r *kubeapi.Recorder, mark int) []string {
+	var out []string
+	for _, q := range r.Requests()[mark:] {
+		out = append(out, q.String())
+	}
+	return out
 }
 
-func (r *recorder) mark() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.reqs)
-}
+func recMark(r *kubeapi.Recorder) int { return len(r.Requests()) }
 
 func countCalls(calls []string, method, substr string) int {
 	n := 0
@@ -45,13 +44,13 @@ func TestDeletionWritesOneStatusAndRemovesTheFinalizer(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	c := startChain(t, srv, "release-calls", nil, nil)
 	createPR(t, srv, provisioningRequest("release-calls-1", "release-calls", tmplOK, map[string]any{"clusterName": "edge-release-calls-1"}))
-	waitState(t, srv, "release-calls-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "release-calls-1", v1alpha1.StateFulfilled, 30*time.Second)
 	time.Sleep(500 * time.Millisecond) // the fulfilled pass's trailing writes
 
-	mark := c.rec.mark()
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "release-calls-1", metav1.DeleteOptions{}))
+	mark := recMark(c.rec)
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "release-calls-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "release-calls-1"); return !ok }, "request never went away")
-	calls := c.rec.since(mark)
+	calls := recSince(c.rec, mark)
 	pr := "/provisioningrequests/release-calls-1"
 	assert.Equal(t, 1, countCalls(calls, "PATCH", pr+"/status"), "status writes of the deletion: %v", calls)
 	assert.Equal(t, 1, countCalls(calls, "PATCH", pr)-countCalls(calls, "PATCH", pr+"/status"), "finalizer removal: %v", calls)
@@ -69,16 +68,16 @@ func TestReleasedRequestHeldByAnotherFinalizerSaysSo(t *testing.T) {
 	u := provisioningRequest("release-held-1", "release-held", tmplOK, map[string]any{"clusterName": "edge-release-held-1"})
 	u.SetFinalizers([]string{"example.com/someone-else"})
 	createPR(t, srv, u)
-	waitState(t, srv, "release-held-1", StateFulfilled, 30*time.Second)
+	waitState(t, srv, "release-held-1", v1alpha1.StateFulfilled, 30*time.Second)
 	ctx := context.Background()
-	prs := srv.AdminDynamic().Resource(ProvisioningRequestGVR)
+	prs := srv.AdminDynamic().Resource(v1alpha1.GVR)
 	require.NoError(t, prs.Delete(ctx, "release-held-1", metav1.DeleteOptions{}))
 	defer func() {
 		_, _ = prs.Patch(ctx, "release-held-1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	}()
 	eventually(t, 30*time.Second, func() bool {
 		got, ok := getPR(t, srv, "release-held-1")
-		return ok && len(got.GetFinalizers()) == 1 && CurrentStatus(got).Message == "Deleting; all resources released"
+		return ok && len(got.GetFinalizers()) == 1 && v1alpha1.StatusOf(got).Message == "Deleting; all resources released"
 	}, "never released with the other finalizer kept")
 	_, pvLeft := getPV(t, srv, "release-held-1")
 	assert.False(t, pvLeft)

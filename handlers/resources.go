@@ -1,19 +1,7 @@
 package handlers
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
-
-// Resources the chain reads and writes.
-var (
-	ProvisioningRequestGVR = schema.GroupVersionResource{Group: "o2ims.provisioning.oran.org", Version: "v1alpha1", Resource: "provisioningrequests"}
-	PackageVariantGVR      = schema.GroupVersionResource{Group: "config.porch.kpt.dev", Version: "v1alpha1", Resource: "packagevariants"}
-	BareMetalHostGVR       = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
-	SecretGVR              = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)
-
-// ClusterGVR is the CAPI Cluster at a served version.
-func ClusterGVR(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: version, Resource: "clusters"}
-}
+// The resources the chain reads and writes are named in api/v1alpha1 (the ProvisioningRequest) and
+// api/external (PackageVariant, Cluster, BareMetalHost).
 
 // Names shared with the Python operator (its kopf prefix and finalizer setting) and with Porch/Metal3.
 const (
@@ -37,14 +25,6 @@ const (
 	IndexClusterName = "clusterName"
 	// IndexUID is the framework's built-in uid index.
 	IndexUID = "uid"
-)
-
-// Provisioning states of the CRD (FOCOM reads these exact lowercase values).
-const (
-	StateProgressing = "progressing"
-	StateFulfilled   = "fulfilled"
-	StateFailed      = "failed"
-	StateDeleting    = "deleting"
 )
 
 // Event reasons of the chain, next to their meaning.

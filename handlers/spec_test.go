@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
@@ -90,8 +92,8 @@ func TestChainWithAV1beta1OnlyClusterAPI(t *testing.T) {
 	c := startChain(t, srv, "v1beta1", nil, nil)
 	defer c.stop(t)
 	createPR(t, srv, provisioningRequest("old-capi-1", "v1beta1", tmplOK, map[string]any{"clusterName": "edge-old-1"}))
-	done := waitState(t, srv, "old-capi-1", StateFulfilled, 60*time.Second)
-	cl, err := srv.AdminDynamic().Resource(ClusterGVR("v1beta1")).Namespace("default").Get(ctx, "edge-old-1", metav1.GetOptions{})
+	done := waitState(t, srv, "old-capi-1", v1alpha1.StateFulfilled, 60*time.Second)
+	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta1")).Namespace("default").Get(ctx, "edge-old-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	id, _, _ := unstructured.NestedString(done.Object, "status", "provisionedResourceSet", "oCloudNodeClusterId")
 	assert.Equal(t, string(cl.GetUID()), id)

@@ -4,8 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -20,40 +20,26 @@ func truncateMessage(message string) string {
 	return message
 }
 
-// ProvisioningStatus is status.provisioningStatus as the CRD defines it.
-type ProvisioningStatus struct {
-	State, Message, UpdateTime string
-}
-
-// CurrentStatus reads status.provisioningStatus.
-func CurrentStatus(u *unstructured.Unstructured) ProvisioningStatus {
-	s, _, _ := unstructured.NestedStringMap(u.Object, "status", "provisioningStatus")
-	return ProvisioningStatus{State: s["provisioningState"], Message: s["provisioningMessage"], UpdateTime: s["provisioningUpdateTime"]}
-}
-
 // setStatus records state and message. provisioningUpdateTime (UTC RFC 3339) moves only when one of them
 // changes, so a pass that observes nothing new writes nothing; every state change posts an Event.
 func (h *Handlers) setStatus(c *framework.Cause, state, message string) {
 	message = truncateMessage(message)
-	cur := CurrentStatus(c.Object)
+	cur := v1alpha1.StatusOf(c.Object)
 	if cur.State == state && cur.Message == message {
 		return
 	}
-	c.Patch.SetStatus(map[string]any{
-		"provisioningState":      state,
-		"provisioningMessage":    message,
-		"provisioningUpdateTime": c.Now.UTC().Format(time.RFC3339),
-	}, "provisioningStatus")
+	next := v1alpha1.ProvisioningStatus{State: state, Message: message, UpdateTime: c.Now.UTC().Format(time.RFC3339)}
+	c.Patch.SetStatus(next.Unstructured(), v1alpha1.FieldProvisioningStatus)
 	if cur.State == state {
 		return
 	}
 	h.metrics.transition(cur.State, state)
 	switch state {
-	case StateFailed:
+	case v1alpha1.StateFailed:
 		c.Event(corev1.EventTypeWarning, EventFailed, message)
-	case StateFulfilled:
+	case v1alpha1.StateFulfilled:
 		c.Event(corev1.EventTypeNormal, EventFulfilled, message)
-	case StateDeleting:
+	case v1alpha1.StateDeleting:
 		c.Event(corev1.EventTypeNormal, EventDeleting, message)
 	default:
 		c.Event(corev1.EventTypeNormal, EventProgressing, message)
@@ -63,25 +49,19 @@ func (h *Handlers) setStatus(c *framework.Cause, state, message string) {
 // fail records the failure first and returns the permanent error that ends the handler: status is written
 // before the handler stops (a kopf failure is recorded only in an annotation nobody reads).
 func (h *Handlers) fail(c *framework.Cause, message string) error {
-	h.setStatus(c, StateFailed, message)
+	h.setStatus(c, v1alpha1.StateFailed, message)
 	return &framework.PermanentError{Message: message}
 }
 
 // wait records progress and asks for another pass after the safety-net interval; related watches wake the
 // request sooner when the awaited object changes.
 func (h *Handlers) wait(c *framework.Cause, message string) error {
-	h.setStatus(c, StateProgressing, message)
+	h.setStatus(c, v1alpha1.StateProgressing, message)
 	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
 }
 
 // setResourceSet records provisionedResourceSet (both fields always present: the API requires them).
 func setResourceSet(c *framework.Cause, clusterID string, infraIDs []string) {
-	ids := make([]any, 0, len(infraIDs))
-	for _, id := range infraIDs {
-		ids = append(ids, id)
-	}
-	c.Patch.SetStatus(map[string]any{
-		"oCloudNodeClusterId":             clusterID,
-		"oCloudInfrastructureResourceIds": ids,
-	}, "provisionedResourceSet")
+	set := v1alpha1.ProvisionedResourceSet{NodeClusterID: clusterID, InfrastructureResourceIDs: infraIDs}
+	c.Patch.SetStatus(set.Unstructured(), v1alpha1.FieldProvisionedResourceSet)
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -38,7 +40,7 @@ func pythonRequest(t *testing.T, srv *kubeapi.Server, u *unstructured.Unstructur
 	if status != nil {
 		created.Object["status"] = status
 		var err error
-		created, err = srv.AdminDynamic().Resource(ProvisioningRequestGVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+		created, err = srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
 	return created
@@ -54,7 +56,7 @@ func pythonPackageVariant(t *testing.T, srv *kubeapi.Server, name string, spec m
 		"metadata": map[string]any{"name": name, "namespace": "default"},
 		"spec":     spec,
 	}}
-	_, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
+	_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var out *unstructured.Unstructured
 	eventually(t, 15*time.Second, func() bool {
@@ -102,9 +104,9 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 
 	c := startChain(t, srv, label, nil, nil)
 	for _, pr := range []*unstructured.Unstructured{withRecords, bare, nothing} {
-		done := waitState(t, srv, pr.GetName(), StateFulfilled, 60*time.Second)
-		assert.Equal(t, "Cluster resource created", CurrentStatus(done).Message)
-		cl, err := srv.AdminDynamic().Resource(ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-"+pr.GetName(), metav1.GetOptions{})
+		done := waitState(t, srv, pr.GetName(), v1alpha1.StateFulfilled, 60*time.Second)
+		assert.Equal(t, "Cluster resource created", v1alpha1.StatusOf(done).Message)
+		cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-"+pr.GetName(), metav1.GetOptions{})
 		require.NoError(t, err)
 		id, _, _ := unstructured.NestedString(done.Object, "status", "provisionedResourceSet", "oCloudNodeClusterId")
 		assert.Equal(t, string(cl.GetUID()), id)
@@ -127,7 +129,7 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 			return hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventAdopted, "the Python image created it for this request")
 		}, "%s: no adoption event", name)
 	}
-	assert.Zero(t, c.rec.count("POST", "/packagevariants")-1, "only the request without a package variant got one created")
+	assert.Zero(t, c.rec.Count("POST", "/packagevariants")-1, "only the request without a package variant got one created")
 	_, created := getPV(t, srv, "upg-nothing")
 	assert.True(t, created)
 
@@ -135,7 +137,7 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	c.stop(t)
 	again := startChain(t, srv, label, nil, nil)
 	time.Sleep(time.Second)
-	assert.Empty(t, again.rec.writes("/packagevariants"), "the restarted operator touched a package variant")
+	assert.Empty(t, again.rec.Writes("/packagevariants"), "the restarted operator touched a package variant")
 	for _, name := range []string{"upg-records", "upg-bare-pv"} {
 		assert.Equal(t, 1, countEvents(eventsOf(t, srv, name), EventAdopted), "%s: adopted more than once", name)
 	}
@@ -164,9 +166,9 @@ func TestUpgradeKeepsTheBudgetFromCreationTimestamp(t *testing.T) {
 	}
 	start := time.Now()
 	startChain(t, srv, label, func(c *Config) { c.CreationTimeout = budget; c.Requeue = 300 * time.Millisecond }, nil)
-	failed := waitState(t, srv, "upg-budget", StateFailed, 60*time.Second)
-	assert.Contains(t, CurrentStatus(failed).Message, "timed out after 6s")
-	updated, err := time.Parse(time.RFC3339, CurrentStatus(failed).UpdateTime)
+	failed := waitState(t, srv, "upg-budget", v1alpha1.StateFailed, 60*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(failed).Message, "timed out after 6s")
+	updated, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(failed).UpdateTime)
 	require.NoError(t, err)
 	assert.False(t, updated.Before(created.Truncate(time.Second).Add(budget)), "failed before its budget was spent")
 	assert.True(t, updated.Before(start.Add(budget-time.Second)), "the upgrade granted a fresh budget: failed at %s, started at %s", updated, start)
@@ -202,7 +204,7 @@ func TestPackageVariantsNotMadeByThePythonImageForTheRequestStayForeign(t *testi
 		if tc.ann != nil {
 			pv.Object["metadata"].(map[string]any)["annotations"] = tc.ann
 		}
-		_, err := srv.AdminDynamic().Resource(PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
+		_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	createPR(t, srv, provisioningRequest("upf-older", label, tmplOK, map[string]any{"clusterName": "edge-upf-older"}))
@@ -217,8 +219,8 @@ func TestPackageVariantsNotMadeByThePythonImageForTheRequestStayForeign(t *testi
 
 	startChain(t, srv, label, nil, nil)
 	for name, pv := range before {
-		u := waitState(t, srv, name, StateFailed, 60*time.Second)
-		assert.Equal(t, "Provisioning request creation failed; reason: package variant default/"+name+" already exists and belongs to another request", CurrentStatus(u).Message)
+		u := waitState(t, srv, name, v1alpha1.StateFailed, 60*time.Second)
+		assert.Equal(t, "Provisioning request creation failed; reason: package variant default/"+name+" already exists and belongs to another request", v1alpha1.StatusOf(u).Message)
 		after, _ := getPV(t, srv, name)
 		assert.Equal(t, pv.GetResourceVersion(), after.GetResourceVersion(), "%s: a foreign package variant was modified", name)
 		assert.Empty(t, after.GetAnnotations()[AnnotationRequestUID], name)
@@ -248,14 +250,14 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 	key := kopf140.Prefix + "/create_fn"
 	eventually(t, 60*time.Second, func() bool {
 		u, ok := getPR(t, srv, "rb-python")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing") &&
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing") &&
 			kopf140.Read(u).Records["create_fn"].Retries >= 3
 	}, "rb-python never waited on its cluster with its record rewritten")
 	eventually(t, 60*time.Second, func() bool {
 		u, ok := getPR(t, srv, "rb-ours")
-		return ok && strings.HasPrefix(CurrentStatus(u).Message, "Cluster resource creation ongoing")
+		return ok && strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster resource creation ongoing")
 	}, "rb-ours never waited on its cluster")
-	waitState(t, srv, "rb-done", StateFulfilled, 60*time.Second)
+	waitState(t, srv, "rb-done", v1alpha1.StateFulfilled, 60*time.Second)
 	c.stop(t)
 	now := time.Now()
 
@@ -311,16 +313,16 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 	srv := kubeapi.Shared(t)
 	c := startChain(t, srv, "owner-uid", func(c *Config) { c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("owner-uid-1", "owner-uid", tmplOK, map[string]any{"clusterName": "edge-owner-uid-1"}))
-	waitState(t, srv, "owner-uid-1", StateFulfilled, 30*time.Second)
-	_, err := srv.AdminDynamic().Resource(ProvisioningRequestGVR).Patch(context.Background(), "owner-uid-1", types.MergePatchType,
+	waitState(t, srv, "owner-uid-1", v1alpha1.StateFulfilled, 30*time.Second)
+	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "owner-uid-1", types.MergePatchType,
 		[]byte(`{"spec":{"templateParameters":{"clusterName":"edge-owner-uid-other"}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	u := waitState(t, srv, "owner-uid-1", StateFailed, 30*time.Second)
-	require.Contains(t, CurrentStatus(u).Message, "clusterName cannot change")
+	u := waitState(t, srv, "owner-uid-1", v1alpha1.StateFailed, 30*time.Second)
+	require.Contains(t, v1alpha1.StatusOf(u).Message, "clusterName cannot change")
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "owner-uid-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "owner-uid-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "owner-uid-1"); return !ok }, "request never went away")
-	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/owner-uid-1"), "the operator did not delete its own package variant")
+	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/owner-uid-1"), "the operator did not delete its own package variant")
 	_, left := getPV(t, srv, "owner-uid-1")
 	assert.False(t, left, "our package variant outlived the request")
 }
@@ -346,9 +348,9 @@ func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *
 	still, _ := getPV(t, srv, "upd-1")
 	assert.Equal(t, pv.GetResourceVersion(), still.GetResourceVersion(), "a fulfilled request's package variant was touched")
 
-	require.NoError(t, srv.AdminDynamic().Resource(ProvisioningRequestGVR).Delete(context.Background(), "upd-1", metav1.DeleteOptions{}))
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "upd-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "upd-1"); return !ok }, "request never went away")
-	assert.Equal(t, 1, c.rec.count("DELETE", "/packagevariants/upd-1"))
+	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/upd-1"))
 	_, left := getPV(t, srv, "upd-1")
 	assert.False(t, left, "the Python image's package variant outlived its request")
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -114,7 +115,7 @@ func TestPostCreatesTheRequestAndAnswers201WithItsInfo(t *testing.T) {
 	require.Equal(t, http.StatusCreated, x.code(), "%s", x.body)
 	require.Equal(t, namedPath(id), x.resp.Header.Get("Location"))
 
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{
 		"name": "edge cluster " + id, "description": "",
@@ -159,7 +160,7 @@ func TestPostRefusesIDsThatAreNotLowercaseRFC1123Subdomains(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, "provisioningRequestId")
 		})
 	}
-	require.Zero(t, e.apiCalls.Load(), "an invalid id is refused here, not sent on")
+	require.Zero(t, e.apiCalls(), "an invalid id is refused here, not sent on")
 }
 
 func TestPostRefusesBadBodies(t *testing.T) {
@@ -196,7 +197,7 @@ func TestPostRefusesBadBodies(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPostNeedsAJSONOrYAMLContentType(t *testing.T) {
@@ -208,7 +209,7 @@ func TestPostNeedsAJSONOrYAMLContentType(t *testing.T) {
 	}
 	x := e.do(http.MethodPost, collectionPath, body, "Content-Type", "")
 	require.Equal(t, http.StatusUnsupportedMediaType, x.code(), "no Content-Type")
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPostOfMoreThanOneMebibyteIs413(t *testing.T) {
@@ -217,7 +218,7 @@ func TestPostOfMoreThanOneMebibyteIs413(t *testing.T) {
 		strings.Repeat("x", query.MaxBodyBytes) + `"}}`
 	x := e.do(http.MethodPost, collectionPath, []byte(big))
 	require.Equal(t, http.StatusRequestEntityTooLarge, x.code())
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }
 
 func TestPutReplacesTheSpecAndAnswers200(t *testing.T) {
@@ -242,7 +243,7 @@ func TestPutReplacesTheSpecAndAnswers200(t *testing.T) {
 	require.Equal(t, string(created.GetUID()), info.ProvisioningRequestReference, "the same request")
 	require.Equal(t, PhaseProgressing, info.Status.ProvisioningPhase, "the status is left to the operator")
 
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "progressing", nested(stored, "status", "provisioningStatus", "provisioningState"))
 }
@@ -257,7 +258,7 @@ func TestPutOfAnAbsentRequestIs404(t *testing.T) {
 	id := e.id("absent")
 	x := e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)))
 	require.Equal(t, http.StatusNotFound, x.code())
-	_, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	_, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.True(t, isNotFound(err), "PUT does not create")
 }
 
@@ -294,7 +295,7 @@ func TestDeleteAnswers202ThenDeletingWhileHeldThen404(t *testing.T) {
 	again := e.do(http.MethodDelete, namedPath(id), nil)
 	require.Equal(t, http.StatusAccepted, again.code(), "deleting twice is accepted")
 
-	_, err := e.admin.Resource(provisioningRequests).Patch(context.Background(), id, "application/merge-patch+json",
+	_, err := e.admin.Resource(v1alpha1.GVR).Patch(context.Background(), id, "application/merge-patch+json",
 		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	e.eventually(namedPath(id), func(x *exchange) bool { return x.code() == http.StatusNotFound }, "404 once gone")
@@ -413,16 +414,16 @@ func TestReadsComeOnlyFromTheStore(t *testing.T) {
 	id := e.id("cached")
 	e.createDirect(id, simpleSpec("cached"))
 	e.waitCached(id)
-	before := e.apiCalls.Load()
+	before := e.apiCalls()
 	for i := 0; i < 20; i++ {
 		require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil).code())
 		require.Equal(t, http.StatusOK, e.do(http.MethodGet, collectionPath+"?filter=(eq,status/provisioningPhase,PENDING)", nil).code())
 		require.Equal(t, http.StatusNotFound, e.do(http.MethodGet, namedPath(e.id("missing")), nil).code())
 	}
-	require.Equal(t, before, e.apiCalls.Load(), "GETs made API calls: %v", e.apiPaths)
+	require.Equal(t, before, e.apiCalls(), "GETs made API calls: %v", e.api.Requests())
 
 	require.Equal(t, http.StatusCreated, e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(e.id("written")))).code())
-	require.Equal(t, before+1, e.apiCalls.Load(), "a POST is one API call")
+	require.Equal(t, before+1, e.apiCalls(), "a POST is one API call")
 }
 
 func TestHeadOfTheCollection(t *testing.T) {

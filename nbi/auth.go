@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // Review caching: a polling SMO must not cost a TokenReview and a SubjectAccessReview per GET, and a
@@ -131,9 +133,9 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 		Spec: authzv1.SubjectAccessReviewSpec{
 			User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
 			ResourceAttributes: &authzv1.ResourceAttributes{
-				Group:    provisioningRequests.Group,
-				Version:  provisioningRequests.Version,
-				Resource: provisioningRequests.Resource,
+				Group:    v1alpha1.Group,
+				Version:  v1alpha1.Version,
+				Resource: v1alpha1.Resource,
 				Verb:     verb,
 				Name:     name,
 			},
@@ -146,7 +148,7 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", verb),
 			zap.String("reason", review.Status.Reason))
 		return newProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
-			user.Username, verb, provisioningRequests.Group)
+			user.Username, verb, v1alpha1.Group)
 	}
 	a.mu.Lock()
 	put(a.grants, gk, now.Add(reviewTTL), func(t time.Time) time.Time { return t }, now)

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -69,7 +70,7 @@ func TestAuthRefusesMissingAndInvalidTokensWith401(t *testing.T) {
 			require.True(t, strings.HasPrefix(x.resp.Header.Get("WWW-Authenticate"), "Bearer"), name)
 		}
 	}
-	require.Zero(t, e.apiCalls.Load(), "nothing was written")
+	require.Zero(t, e.apiCalls(), "nothing was written")
 	e.requireNoSecretsLogged("not-a-token")
 
 	// The probe proves serving with the 401 an anonymous GET earns.
@@ -96,13 +97,13 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, x.code(), "%s %s: %s", x.req.Method, x.req.URL.Path, x.body)
 		require.Contains(t, x.problem(t).Status, `"tester"`)
 	}
-	require.Zero(t, e.apiCalls.Load(), "a forbidden write is never sent")
+	require.Zero(t, e.apiCalls(), "a forbidden write is never sent")
 
 	// A ClusterRole granting get and list only.
 	reader := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-reader"},
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{provisioningRequests.Group}, Resources: []string{provisioningRequests.Resource},
+			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
 			Verbs: []string{"get", "list"},
 		}},
 	}
@@ -121,7 +122,7 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(e.id("denied"))), bearer(tester)...).code())
 	require.Equal(t, http.StatusForbidden, e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)), bearer(tester)...).code())
 	require.Equal(t, http.StatusForbidden, e.do(http.MethodDelete, namedPath(id), nil, bearer(tester)...).code())
-	require.Zero(t, e.apiCalls.Load(), "still nothing written")
+	require.Zero(t, e.apiCalls(), "still nothing written")
 
 	e.requireNoSecretsLogged(tester, kapi.AdminToken)
 }
@@ -135,7 +136,7 @@ func TestAServiceAccountWithCreateMayPost(t *testing.T) {
 	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-writer"},
 		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{provisioningRequests.Group}, Resources: []string{provisioningRequests.Resource},
+			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
 			Verbs: []string{"get", "list", "create", "update", "delete"},
 		}},
 	}, metav1.CreateOptions{})
@@ -164,14 +165,14 @@ func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 	e.createDirect(id, simpleSpec("polled"))
 	e.eventuallyAs(admin, namedPath(id), status(http.StatusOK), "cached")
 
-	before := e.authCalls.Load()
+	before := e.authCalls()
 	for i := 0; i < 10; i++ {
 		require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil, bearer(admin)...).code())
 	}
-	require.Equal(t, before, e.authCalls.Load(), "a polling caller costs no reviews while they are fresh")
+	require.Equal(t, before, e.authCalls(), "a polling caller costs no reviews while they are fresh")
 
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, collectionPath, nil, bearer(admin)...).code())
-	require.Equal(t, before+1, e.authCalls.Load(), "another verb: one SubjectAccessReview, the token is known")
+	require.Equal(t, before+1, e.authCalls(), "another verb: one SubjectAccessReview, the token is known")
 
 	// Past the TTL both reviews are asked again.
 	a := e.srv.auth
@@ -179,7 +180,7 @@ func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 	a.now = func() time.Time { return time.Now().Add(reviewTTL + time.Second) }
 	a.mu.Unlock()
 	require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil, bearer(admin)...).code())
-	require.Equal(t, before+3, e.authCalls.Load(), "TokenReview and SubjectAccessReview again")
+	require.Equal(t, before+3, e.authCalls(), "TokenReview and SubjectAccessReview again")
 }
 
 func TestTheReviewCacheIsBounded(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // A body the provisioning chain would fail is refused at the door with the chain's own parser: a 400
@@ -63,7 +65,7 @@ func TestPostAndPutRefuseWhatTheChainWouldFail(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	require.Zero(t, e.apiCalls.Load(), "nothing the chain would fail reaches the API server")
+	require.Zero(t, e.apiCalls(), "nothing the chain would fail reaches the API server")
 
 	// PUT refuses the same bodies and leaves the stored spec as it was.
 	e.createDirect(id, simpleSpec("edge-"+id))
@@ -75,7 +77,7 @@ func TestPostAndPutRefuseWhatTheChainWouldFail(t *testing.T) {
 			require.Contains(t, x.problem(t).Status, c.want)
 		})
 	}
-	stored, err := e.admin.Resource(provisioningRequests).Get(context.Background(), id, metav1.GetOptions{})
+	stored, err := e.admin.Resource(v1alpha1.GVR).Get(context.Background(), id, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, simpleSpec("edge-"+id), stored.Object["spec"])
 
@@ -99,5 +101,5 @@ func TestHostsWithoutAnInventoryAreRefused(t *testing.T) {
 	x := e.do(http.MethodPost, collectionPath, jsonBody(t, b))
 	require.Equal(t, http.StatusBadRequest, x.code(), "%s", x.body)
 	require.Contains(t, x.problem(t).Status, "templateParameters.hosts cannot be served: no inventory is configured on this operator (NETBOX_URL is not set)")
-	require.Zero(t, e.apiCalls.Load())
+	require.Zero(t, e.apiCalls())
 }

@@ -5,15 +5,9 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
-
-// provisioningRequests is the custom resource behind the API (cluster-scoped).
-var provisioningRequests = schema.GroupVersionResource{
-	Group: "o2ims.provisioning.oran.org", Version: "v1alpha1", Resource: "provisioningrequests",
-}
-
-const provisioningRequestKind = "ProvisioningRequest"
 
 // ProvisioningPhase values of the reference's enum.
 const (
@@ -63,47 +57,43 @@ type ProvisioningRequestList struct {
 
 // phases maps the CR's provisioningState to the reference's phase.
 var phases = map[string]string{
-	"progressing": PhaseProgressing,
-	"fulfilled":   PhaseFulfilled,
-	"failed":      PhaseFailed,
-	"deleting":    PhaseDeleting,
+	v1alpha1.StateProgressing: PhaseProgressing,
+	v1alpha1.StateFulfilled:   PhaseFulfilled,
+	v1alpha1.StateFailed:      PhaseFailed,
+	v1alpha1.StateDeleting:    PhaseDeleting,
 }
 
 // infoOf maps a ProvisioningRequest to its Info without changing it (List hands out shared objects). A
 // request written straight to the API server may lack name, description or a status: they answer "" and
 // PENDING with the creation time, so every answer has what the reference requires.
 func (s *Server) infoOf(u *unstructured.Unstructured) ProvisioningRequestInfo {
-	obj := u.Object
-	spec, _ := obj["spec"].(map[string]any)
-	status, _ := obj["status"].(map[string]any)
-	pstatus, _ := status["provisioningStatus"].(map[string]any)
-	rset, _ := status["provisionedResourceSet"].(map[string]any)
-
-	params, _ := spec["templateParameters"].(map[string]any)
+	spec := v1alpha1.SpecOf(u)
+	status := v1alpha1.StatusOf(u)
+	rset := v1alpha1.ResourceSetOf(u)
+	params := spec.TemplateParameters
 	if params == nil {
 		params = map[string]any{}
 	}
-	info := ProvisioningRequestInfo{
+	return ProvisioningRequestInfo{
 		ProvisioningRequestData: ProvisioningRequestData{
 			ProvisioningRequestID: u.GetName(),
-			Name:                  str(spec["name"]),
-			Description:           str(spec["description"]),
-			TemplateName:          str(spec["templateName"]),
-			TemplateVersion:       str(spec["templateVersion"]),
+			Name:                  spec.Name,
+			Description:           spec.Description,
+			TemplateName:          spec.TemplateName,
+			TemplateVersion:       spec.TemplateVersion,
 			TemplateParameters:    params,
 		},
 		ProvisioningRequestReference: string(u.GetUID()),
 		Status: ProvisioningStatus{
-			UpdateTime:        s.updateTime(u, str(pstatus["provisioningUpdateTime"])),
-			Message:           str(pstatus["provisioningMessage"]),
-			ProvisioningPhase: s.phaseOf(u, str(pstatus["provisioningState"])),
+			UpdateTime:        s.updateTime(u, status.UpdateTime),
+			Message:           status.Message,
+			ProvisioningPhase: s.phaseOf(u, status.State),
 		},
 		ProvisionedResourceSet: ProvisionedResourceSet{
-			NodeClusterID:             str(rset["oCloudNodeClusterId"]),
-			InfrastructureResourceIDs: s.resourceIDs(strs(rset["oCloudInfrastructureResourceIds"])),
+			NodeClusterID:             rset.NodeClusterID,
+			InfrastructureResourceIDs: s.resourceIDs(rset.InfrastructureResourceIDs),
 		},
 	}
-	return info
 }
 
 // phaseOf: a request with a deletionTimestamp is DELETING whatever its recorded state; no state (not yet
@@ -118,7 +108,7 @@ func (s *Server) phaseOf(u *unstructured.Unstructured, state string) string {
 	}
 	if state != "" {
 		s.log.Warn("provisioning request has a provisioningState with no O2IMS phase; answering PENDING",
-			zap.String("provisioningRequestId", u.GetName()), zap.String("provisioningState", state))
+			zap.String("provisioningRequestId", u.GetName()), zap.String(v1alpha1.FieldProvisioningState, state))
 	}
 	return PhasePending
 }
@@ -131,25 +121,9 @@ func (s *Server) updateTime(u *unstructured.Unstructured, recorded string) strin
 			return t.UTC().Format(time.RFC3339)
 		}
 		s.log.Warn("provisioning request has an unreadable provisioningUpdateTime; answering its creation time",
-			zap.String("provisioningRequestId", u.GetName()), zap.String("provisioningUpdateTime", recorded))
+			zap.String("provisioningRequestId", u.GetName()), zap.String(v1alpha1.FieldProvisioningUpdateTime, recorded))
 	}
 	return u.GetCreationTimestamp().UTC().Format(time.RFC3339)
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func strs(v any) []string {
-	list, _ := v.([]any)
-	out := make([]string, 0, len(list))
-	for _, e := range list {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // attributes is the Info as a generic tree, the form query.Filter.Match walks; its members are the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 )
 
@@ -22,14 +24,10 @@ func (s *Server) deploymentManagers() ([]*inventory.Entry, error) {
 	}
 	var out []*inventory.Entry
 	for _, o := range objs {
-		status, _ := o.Object["status"].(map[string]any)
-		ps, _ := status["provisioningStatus"].(map[string]any)
-		if str(ps["provisioningState"]) != "fulfilled" || o.GetDeletionTimestamp() != nil {
+		if v1alpha1.StatusOf(o).State != v1alpha1.StateFulfilled || o.GetDeletionTimestamp() != nil {
 			continue
 		}
-		spec, _ := o.Object["spec"].(map[string]any)
-		params, _ := spec["templateParameters"].(map[string]any)
-		name := str(params["clusterName"])
+		name := v1alpha1.ClusterName(o)
 		if name == "" {
 			continue
 		}
@@ -40,15 +38,14 @@ func (s *Server) deploymentManagers() ([]*inventory.Entry, error) {
 		if !found {
 			continue
 		}
-		rset, _ := status["provisionedResourceSet"].(map[string]any)
 		c := &inventory.Cluster{
 			UID: string(cl.GetUID()), Namespace: cl.GetNamespace(), Name: cl.GetName(),
 			RequestID: o.GetName(), RequestUID: string(o.GetUID()),
-			ResourceIDs: s.resourceIDs(strs(rset["oCloudInfrastructureResourceIds"])),
-			APIVersion:  strings.TrimPrefix(cl.GetAPIVersion(), "cluster.x-k8s.io/"),
+			ResourceIDs: s.resourceIDs(v1alpha1.ResourceSetOf(o).InfrastructureResourceIDs),
+			APIVersion:  strings.TrimPrefix(cl.GetAPIVersion(), external.ClusterGroup+"/"),
 		}
 		if ep, ok := cl.Object["spec"].(map[string]any)["controlPlaneEndpoint"].(map[string]any); ok {
-			if host := str(ep["host"]); host != "" {
+			if host, _ := ep["host"].(string); host != "" {
 				c.Endpoint = fmt.Sprintf("https://%s:%v", host, portOf(ep["port"]))
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 const subsPath = invV1 + "/subscriptions"
@@ -201,7 +202,7 @@ func TestNotificationsForClaimReleaseQuarantineAndAdminChanges(t *testing.T) {
 	flaky.Fail(0)
 	require.Equal(t, waitEvents(t, good, 7), waitEvents(t, flaky, 7), "caught up, in order")
 	require.Empty(t, dead.Notifications())
-	depth := gaugeValue(t, reg, "o2ims_inventory_notification_queue_depth", "subscription")
+	depth := promtest.Gather(t, reg).ByLabel("o2ims_inventory_notification_queue_depth", "subscription")
 	var depths []float64
 	for _, v := range depth {
 		depths = append(depths, v)
@@ -210,63 +211,10 @@ func TestNotificationsForClaimReleaseQuarantineAndAdminChanges(t *testing.T) {
 	require.Equal(t, []float64{0, 0, 0, 7}, depths, "the dead callback's queue holds everything, the others are empty")
 
 	// Notification latency, change to callback (the healthy subscriber; reported, not asserted).
-	lat := histogram(t, reg, "o2ims_inventory_notification_latency_seconds")
-	t.Logf("notification latency over %d deliveries: p50 ≤ %s, p99 ≤ %s", lat.count, lat.quantile(0.5), lat.quantile(0.99))
-}
-
-func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label string) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label {
-					out[l.GetValue()] = m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return out
-}
-
-type hist struct {
-	count  uint64
-	bounds []float64
-	cum    []uint64
-}
-
-// quantile is the upper bound of the bucket holding the q-quantile.
-func (h hist) quantile(q float64) time.Duration {
-	for i, c := range h.cum {
-		if float64(c) >= q*float64(h.count) {
-			return time.Duration(h.bounds[i] * float64(time.Second))
-		}
-	}
-	return -1
-}
-
-func histogram(t *testing.T, reg *prometheus.Registry, name string) hist {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			h := mf.GetMetric()[0].GetHistogram()
-			out := hist{count: h.GetSampleCount()}
-			for _, b := range h.GetBucket() {
-				out.bounds = append(out.bounds, b.GetUpperBound())
-				out.cum = append(out.cum, b.GetCumulativeCount())
-			}
-			return out
-		}
-	}
-	t.Fatalf("no histogram %s", name)
-	return hist{}
+	lat := promtest.Gather(t, reg).Histogram("o2ims_inventory_notification_latency_seconds", nil)
+	p50, _ := lat.Bound(0.5)
+	p99, _ := lat.Bound(0.99)
+	t.Logf("notification latency over %.0f deliveries: p50 ≤ %gs, p99 ≤ %gs", lat.Count, p50, p99)
 }
 
 // A change queued but not delivered when the operator stops, and one made in NetBox while it is down,

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -51,7 +51,7 @@ type informerStore struct {
 
 func newInformerStore(t testing.TB, dyn dynamic.Interface, prefix string) *informerStore {
 	t.Helper()
-	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, provisioningRequests, "", 0, cache.Indexers{}, nil).Informer()
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, v1alpha1.GVR, "", 0, cache.Indexers{}, nil).Informer()
 	stop := make(chan struct{})
 	go inf.Run(stop)
 	t.Cleanup(func() { close(stop) })
@@ -83,22 +83,6 @@ func (s *informerStore) Get(name string) (*unstructured.Unstructured, bool, erro
 	return o.(*unstructured.Unstructured).DeepCopy(), true, nil
 }
 
-// countingTransport counts the requests a client sends to the API server.
-type countingTransport struct {
-	rt    http.RoundTripper
-	calls *atomic.Int64
-	mu    *sync.Mutex
-	paths *[]string
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.calls.Add(1)
-	c.mu.Lock()
-	*c.paths = append(*c.paths, r.Method+" "+r.URL.Path)
-	c.mu.Unlock()
-	return c.rt.RoundTrip(r)
-}
-
 // env is one test's northbound API on a real listener, writing to the shared real API server.
 type env struct {
 	t      *testing.T
@@ -112,11 +96,13 @@ type env struct {
 	logs   *observer.ObservedLogs
 	client *http.Client
 
-	apiCalls  atomic.Int64 // requests the NBI's dynamic client sent
-	authCalls atomic.Int64 // requests the NBI's review client sent
-	mu        sync.Mutex
-	apiPaths  []string
+	api  kubeapi.Recorder // what the NBI's dynamic client sent
+	auth kubeapi.Recorder // what the NBI's review client sent
 }
+
+// apiCalls and authCalls count what the NBI's clients sent to the API server so far.
+func (e *env) apiCalls() int  { return len(e.api.Requests()) }
+func (e *env) authCalls() int { return len(e.auth.Requests()) }
 
 var envSeq atomic.Int64
 
@@ -128,16 +114,10 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 	e.store = newInformerStore(t, e.admin, e.prefix)
 
 	nbiCfg := e.kapi.AdminConfig()
-	nbiCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return countingTransport{rt, &e.apiCalls, &e.mu, &e.apiPaths}
-	})
+	nbiCfg.Wrap(e.api.Wrap)
 	dyn := dynamic.NewForConfigOrDie(nbiCfg)
 	reviewCfg := e.kapi.AdminConfig()
-	var authMu sync.Mutex
-	var authPaths []string
-	reviewCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return countingTransport{rt, &e.authCalls, &authMu, &authPaths}
-	})
+	reviewCfg.Wrap(e.auth.Wrap)
 	kube := kubernetes.NewForConfigOrDie(reviewCfg)
 
 	cfg := Config{Host: "127.0.0.1", Port: 0, PageSize: 1000}
@@ -169,7 +149,7 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 // deleteAll removes this test's requests, finalizers included.
 func (e *env) deleteAll() {
 	ctx := context.Background()
-	list, err := e.admin.Resource(provisioningRequests).List(ctx, metav1.ListOptions{})
+	list, err := e.admin.Resource(v1alpha1.GVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return
 	}
@@ -178,10 +158,10 @@ func (e *env) deleteAll() {
 			continue
 		}
 		if len(u.GetFinalizers()) > 0 {
-			_, _ = e.admin.Resource(provisioningRequests).Patch(ctx, u.GetName(), "application/merge-patch+json",
+			_, _ = e.admin.Resource(v1alpha1.GVR).Patch(ctx, u.GetName(), "application/merge-patch+json",
 				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 		}
-		_ = e.admin.Resource(provisioningRequests).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
+		_ = e.admin.Resource(v1alpha1.GVR).Delete(ctx, u.GetName(), metav1.DeleteOptions{})
 	}
 }
 
@@ -291,15 +271,15 @@ func requestBody(id string) map[string]any {
 func (e *env) createDirect(id string, spec map[string]any, finalizers ...string) *unstructured.Unstructured {
 	e.t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": provisioningRequests.GroupVersion().String(),
-		"kind":       provisioningRequestKind,
+		"apiVersion": v1alpha1.APIVersion,
+		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": id},
 		"spec":       spec,
 	}}
 	if len(finalizers) > 0 {
 		u.SetFinalizers(finalizers)
 	}
-	created, err := e.admin.Resource(provisioningRequests).Create(context.Background(), u, metav1.CreateOptions{})
+	created, err := e.admin.Resource(v1alpha1.GVR).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(e.t, err)
 	return created
 }
@@ -308,10 +288,10 @@ func (e *env) createDirect(id string, spec map[string]any, finalizers ...string)
 func (e *env) setStatus(id string, status map[string]any) *unstructured.Unstructured {
 	e.t.Helper()
 	ctx := context.Background()
-	u, err := e.admin.Resource(provisioningRequests).Get(ctx, id, metav1.GetOptions{})
+	u, err := e.admin.Resource(v1alpha1.GVR).Get(ctx, id, metav1.GetOptions{})
 	require.NoError(e.t, err)
 	u.Object["status"] = status
-	out, err := e.admin.Resource(provisioningRequests).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	out, err := e.admin.Resource(v1alpha1.GVR).UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	require.NoError(e.t, err)
 	return out
 }

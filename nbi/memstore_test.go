@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // memStore is an in-memory Store for tests that do not need the API server (paging, benchmarks, faults).
@@ -116,8 +118,8 @@ func (s *memStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 // prObject builds a ProvisioningRequest as the informer would hold it.
 func prObject(name string, spec map[string]any, status map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": provisioningRequests.GroupVersion().String(),
-		"kind":       provisioningRequestKind,
+		"apiVersion": v1alpha1.APIVersion,
+		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": name},
 		"spec":       spec,
 	}}

@@ -3,6 +3,7 @@ package nbi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 	liberrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
+	"github.com/pb33f/libopenapi/datamodel"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"github.com/stretchr/testify/require"
@@ -25,8 +27,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// reference is the O2IMS provisioning OpenAPI 3.1 document in testdata/reference, read by libopenapi and
-// validated against by libopenapi-validator (OAS 3.1 schemas are JSON Schema 2020-12).
+// reference is an O2IMS OpenAPI document in testdata/reference, read by libopenapi and validated against
+// by libopenapi-validator: the provisioning API's (OAS 3.1, JSON Schema 2020-12) or the inventory's (OAS
+// 3.0, with the common document its $refs name beside it).
 type reference struct {
 	mu        sync.Mutex // the validators keep caches; one exchange at a time
 	model     *v3.Document
@@ -34,6 +37,58 @@ type reference struct {
 	requests  validator.Validator
 	schemas   schema_validation.SchemaValidator
 	problem   *base.Schema
+	notice    *base.Schema // the inventory's InventoryChangeNotification (nil for provisioning)
+}
+
+// buildReference reads the document at the reference path rel with cfg (nil: the defaults); problem
+// finds its ProblemDetails schema.
+func buildReference(rel string, cfg func(path string) *datamodel.DocumentConfiguration, problem func(*v3.Document) (*base.Schema, error)) (*reference, error) {
+	path, err := kubeapi.ReferenceFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc libopenapi.Document
+	if cfg != nil {
+		doc, err = libopenapi.NewDocumentWithConfiguration(spec, cfg(path))
+	} else {
+		doc, err = libopenapi.NewDocument(spec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		return nil, err
+	}
+	r := &reference{model: &m.Model}
+	var errs []error
+	// Format assertions: updateTime must really be a date-time.
+	if r.responses, errs = validator.NewValidator(doc, config.WithFormatAssertions()); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	// The requests the tests send carry no token when authentication is off; the security scheme is
+	// the NBI's business (auth_test.go), not the request shape's.
+	if r.requests, errs = validator.NewValidator(doc, config.WithFormatAssertions(), config.WithoutSecurityValidation()); len(errs) > 0 {
+		return nil, errs[0]
+	}
+	r.schemas = schema_validation.NewSchemaValidator(config.WithFormatAssertions())
+	if r.problem, err = problem(&m.Model); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// schema is a component schema of the document by name.
+func schema(m *v3.Document, name string) (*base.Schema, error) {
+	s, ok := m.Components.Schemas.Get(name)
+	if !ok {
+		return nil, fmt.Errorf("the reference has no schema %s: %w", name, os.ErrNotExist)
+	}
+	return s.Schema(), nil
 }
 
 var (
@@ -45,50 +100,40 @@ var (
 func loadReference(t testing.TB) *reference {
 	t.Helper()
 	refOnce.Do(func() {
-		path, err := kubeapi.ReferenceFile("o2ims_provisioning_v1_1.yaml")
-		if err != nil {
-			refErr = err
-			return
-		}
-		spec, err := os.ReadFile(path)
-		if err != nil {
-			refErr = err
-			return
-		}
-		doc, err := libopenapi.NewDocument(spec)
-		if err != nil {
-			refErr = err
-			return
-		}
-		m, err := doc.BuildV3Model()
-		if err != nil {
-			refErr = err
-			return
-		}
-		r := &reference{model: &m.Model}
-		var errs []error
-		// Format assertions: updateTime must really be a date-time.
-		if r.responses, errs = validator.NewValidator(doc, config.WithFormatAssertions()); len(errs) > 0 {
-			refErr = errs[0]
-			return
-		}
-		// The requests the tests send carry no token when authentication is off; the security scheme is
-		// the NBI's business (auth_test.go), not the request shape's.
-		if r.requests, errs = validator.NewValidator(doc, config.WithFormatAssertions(), config.WithoutSecurityValidation()); len(errs) > 0 {
-			refErr = errs[0]
-			return
-		}
-		r.schemas = schema_validation.NewSchemaValidator(config.WithFormatAssertions())
-		pd, ok := m.Model.Components.Schemas.Get("O2ims_infrastructureProvisioning.ProblemDetails")
-		if !ok {
-			refErr = os.ErrNotExist
-			return
-		}
-		r.problem = pd.Schema()
-		ref = r
+		ref, refErr = buildReference("o2ims_provisioning_v1_1.yaml", nil, func(m *v3.Document) (*base.Schema, error) {
+			return schema(m, "O2ims_infrastructureProvisioning.ProblemDetails")
+		})
 	})
 	require.NoError(t, refErr, "loading the O2IMS reference")
 	return ref
+}
+
+// checkProblem checks an error body against the reference's ProblemDetails with title (the reason
+// phrase), detail and an RFC 3339 time beside the status, and returns it for the API's own checks.
+func (r *reference) checkProblem(t testing.TB, code int, jsonBody, body []byte) (pd map[string]any, at time.Time) {
+	t.Helper()
+	ok, errs := r.schemas.ValidateSchemaBytes(r.problem, jsonBody)
+	require.True(t, ok, "error %d is not a ProblemDetails: %s\n%s", code, describe(errs), body)
+	require.NoError(t, json.Unmarshal(jsonBody, &pd))
+	require.Equal(t, http.StatusText(code), pd["title"], "title is the reason phrase")
+	require.NotEmpty(t, pd["detail"])
+	at, err := time.Parse(time.RFC3339, pd["time"].(string))
+	require.NoError(t, err, "time is RFC 3339")
+	return pd, at
+}
+
+// checkResponse validates an answer the reference declares for its route, method and code.
+func (r *reference) checkResponse(t testing.TB, x *exchange, vreq *http.Request, vresp *http.Response) {
+	t.Helper()
+	ok, errs := r.responses.ValidateHttpResponse(vreq, vresp)
+	require.True(t, ok, "%s %s → %d does not match the reference: %s\n%s", x.req.Method, x.req.URL, x.code(), describe(errs), x.body)
+}
+
+// checkRequest validates a request that succeeded: it must be one the reference describes.
+func (r *reference) checkRequest(t testing.TB, x *exchange, vreq *http.Request) {
+	t.Helper()
+	ok, errs := r.requests.ValidateHttpRequest(vreq)
+	require.True(t, ok, "%s %s succeeded but is not a request the reference describes: %s", x.req.Method, x.req.URL, describe(errs))
 }
 
 // operation finds the reference's operation for a request path (either API root) and method.
@@ -138,17 +183,10 @@ func checkAgainstReference(t testing.TB, x *exchange, reqBody []byte) {
 
 	if code >= 400 {
 		require.NotEmpty(t, x.body, "error %d without a body", code)
-		ok, errs := r.schemas.ValidateSchemaBytes(r.problem, jsonBody)
-		require.True(t, ok, "error %d is not a ProblemDetails: %s\n%s", code, describe(errs), x.body)
-		var pd map[string]any
-		require.NoError(t, json.Unmarshal(jsonBody, &pd))
+		pd, tm := r.checkProblem(t, code, jsonBody, x.body)
 		require.IsType(t, "", pd["status"], "ProblemDetails.status must be a string: %s", x.body)
 		require.NotEmpty(t, pd["status"])
-		require.Equal(t, http.StatusText(code), pd["title"], "title is the reason phrase")
-		require.NotEmpty(t, pd["detail"])
 		require.Equal(t, x.req.URL.Path, pd["instance"], "instance is the request path")
-		tm, err := time.Parse(time.RFC3339, pd["time"].(string))
-		require.NoError(t, err, "time is RFC 3339")
 		require.Equal(t, time.UTC, tm.Location(), "time is UTC")
 	}
 
@@ -165,8 +203,7 @@ func checkAgainstReference(t testing.TB, x *exchange, reqBody []byte) {
 		if len(x.body) > 0 {
 			vresp.Header.Set("Content-Type", mediaJSON) // same schema under both media types
 		}
-		ok, errs := r.responses.ValidateHttpResponse(vreq, vresp)
-		require.True(t, ok, "%s %s → %d does not match the reference: %s\n%s", x.req.Method, x.req.URL, code, describe(errs), x.body)
+		r.checkResponse(t, x, vreq, vresp)
 	}
 	if code < 300 {
 		body := reqBody
@@ -189,8 +226,7 @@ func checkAgainstReference(t testing.TB, x *exchange, reqBody []byte) {
 		if len(body) > 0 {
 			vreq.Header.Set("Content-Type", mediaJSON)
 		}
-		ok, errs := r.requests.ValidateHttpRequest(vreq)
-		require.True(t, ok, "%s %s succeeded but is not a request the reference describes: %s", x.req.Method, x.req.URL, describe(errs))
+		r.checkRequest(t, x, vreq)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -303,14 +304,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
 		return fromAPIError(errClientNotConfigured, data.ID)
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": provisioningRequests.GroupVersion().String(),
-		"kind":       provisioningRequestKind,
+		"apiVersion": v1alpha1.APIVersion,
+		"kind":       v1alpha1.Kind,
 		"metadata":   map[string]any{"name": data.ID},
 		"spec":       data.Spec(),
 	}}
 	ctx, cancel := s.ctxAPI(r.Context())
 	defer cancel()
-	created, err := s.dyn.Resource(provisioningRequests).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
+	created, err := s.dyn.Resource(v1alpha1.GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
 		return fromAPIError(err, data.ID)
 	}
@@ -348,7 +349,7 @@ func (s *Server) replace(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.ctxAPI(r.Context())
 	defer cancel()
-	updated, err := s.dyn.Resource(provisioningRequests).Patch(ctx, id, types.JSONPatchType, patch,
+	updated, err := s.dyn.Resource(v1alpha1.GVR).Patch(ctx, id, types.JSONPatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
 		return fromAPIError(err, id)
@@ -369,7 +370,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.ctxAPI(r.Context())
 	defer cancel()
-	if err := s.dyn.Resource(provisioningRequests).Delete(ctx, id, metav1.DeleteOptions{}); err != nil {
+	if err := s.dyn.Resource(v1alpha1.GVR).Delete(ctx, id, metav1.DeleteOptions{}); err != nil {
 		return fromAPIError(err, id)
 	}
 	w.Header().Set("Location", r.URL.Path)

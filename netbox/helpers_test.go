@@ -16,6 +16,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 const (
@@ -107,31 +108,10 @@ func (e *env) addHost(name string, caps map[string]any) int32 {
 	return e.sim.AddDevice(netboxsim.Device{Name: name, Status: "staged", Custom: custom})
 }
 
-// counter reads a counter value from the test registry.
+// counter reads a counter's value, or a histogram's sample count, from the test registry (0 when absent).
 func (e *env) counter(name string, labels map[string]string) float64 {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
-	require.NoError(e.t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
-					continue next
-				}
-			}
-			if m.Counter != nil {
-				return m.Counter.GetValue()
-			}
-			if m.Histogram != nil {
-				return float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return 0
+	return promtest.Gather(e.t, e.reg).Sum(name, labels)
 }
 
 func uid(i int) string { return fmt.Sprintf("6f1c2a4e-0000-4000-8000-%012d", i) }

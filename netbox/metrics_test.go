@@ -9,19 +9,13 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 // up reads o2ims_netbox_up (found false when absent).
 func (e *env) up() (float64, bool) {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
-	require.NoError(e.t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == "o2ims_netbox_up" && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
+	return promtest.Gather(e.t, e.reg).Value("o2ims_netbox_up", nil)
 }
 
 // NetBox reachability as last seen: 0 before any call, 1 after an answer, 0 after the 5xx answers of a

@@ -2,6 +2,8 @@ package hosts
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 )
 
 // gauges are counted from the requests' own host records at scrape time: right after a restart, no
@@ -29,9 +31,9 @@ func (inv *Inventory) Describe(ch chan<- *prometheus.Desc) {
 func (inv *Inventory) Collect(ch chan<- prometheus.Metric) {
 	claimed, failed := 0, 0
 	if inv.cache != nil {
-		if list, err := inv.cache.List(inv.cfg.Requests, ""); err == nil {
+		if list, err := inv.cache.List(v1alpha1.GVR, ""); err == nil {
 			for _, u := range list {
-				isFailed := inv.cfg.Failed != nil && inv.cfg.Failed(u)
+				isFailed := v1alpha1.StatusOf(u).State == v1alpha1.StateFailed
 				slots, _ := ReadSlots(u)
 				for _, s := range slots {
 					if s.Phase == PhaseClaimed {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
@@ -34,11 +35,6 @@ type Config struct {
 	// Metal3Namespace holds BareMetalHosts and BMC Secrets; CredentialsNamespace the labelled BMC
 	// credentials Secrets.
 	Metal3Namespace, CredentialsNamespace string
-	// Requests is the requests' resource, listed from the cache by the gauges; Failed tells a failed one.
-	Requests schema.GroupVersionResource
-	Failed   func(*unstructured.Unstructured) bool
-	// BareMetalHosts is Metal3's BareMetalHost resource.
-	BareMetalHosts schema.GroupVersionResource
 	// OwnerAnnotation carries the request's uid on every object made for it; UIDIndex is the cache's index
 	// of requests by uid (a BareMetalHost's change wakes its request through both).
 	OwnerAnnotation, UIDIndex string
@@ -69,7 +65,7 @@ type Inventory struct {
 func New(cfg Config, nb *netbox.Client, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Inventory {
 	inv := &Inventory{
 		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
-		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{cfg.BareMetalHosts.GroupResource(): "BareMetalHost"}),
+		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind}),
 	}
 	if reg != nil {
 		reg.MustRegister(inv)
@@ -104,7 +100,7 @@ func (inv *Inventory) Reserved() map[string]bool {
 
 // Related wakes a request when one of its BareMetalHosts changes (registering → available).
 func (inv *Inventory) Related() []Related {
-	return []Related{{GVR: inv.cfg.BareMetalHosts, Namespace: inv.cfg.Metal3Namespace,
+	return []Related{{GVR: external.BareMetalHostGVR, Namespace: inv.cfg.Metal3Namespace,
 		Map: framework.ByAnnotation(inv.cfg.OwnerAnnotation, inv.cfg.UIDIndex)}}
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -94,7 +95,7 @@ func (inv *Inventory) register(ctx context.Context, c *framework.Cause, s *Slot,
 // registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing.
 func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (bool, string, error) {
 	id, _ := netbox.ParseIdentity(s.ID)
-	bmh, found, err := c.Cache.Get(inv.cfg.BareMetalHosts, inv.cfg.Metal3Namespace, bmhName(id))
+	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, inv.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
 		return false, "", err
 	}
@@ -149,7 +150,7 @@ func (inv *Inventory) ensureBMCSecret(ctx context.Context, c *framework.Cause, i
 
 // ensureBareMetalHost creates the host's BareMetalHost, powered off and labelled for the cluster.
 func (inv *Inventory) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
-	gvr := inv.cfg.BareMetalHosts
+	gvr := external.BareMetalHostGVR
 	ns, name := inv.cfg.Metal3Namespace, bmhName(dev.ID)
 	bmh := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": "BareMetalHost",
@@ -220,7 +221,7 @@ type removal struct {
 // that are not ours are never touched.
 func (inv *Inventory) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
 	uid := string(c.Object.GetUID())
-	gvr, ns := inv.cfg.BareMetalHosts, inv.cfg.Metal3Namespace
+	gvr, ns := external.BareMetalHostGVR, inv.cfg.Metal3Namespace
 	bmh, err := inv.api.Get(ctx, c, gvr, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
@@ -50,7 +51,7 @@ const extensionsHosts = "hosts"
 // ReadSlots reads the host records; malformed ones (someone else's edit) are ignored with an error the
 // caller logs, never a crash.
 func ReadSlots(u *unstructured.Unstructured) ([]Slot, error) {
-	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "extensions", extensionsHosts)
+	raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, v1alpha1.FieldStatus, v1alpha1.FieldExtensions, extensionsHosts)
 	if !found || raw == nil {
 		return nil, nil
 	}
@@ -147,5 +148,5 @@ func writeSlots(c *framework.Cause, before, after []Slot) {
 		}
 		list = append(list, m)
 	}
-	c.Patch.SetStatus(list, "extensions", extensionsHosts)
+	c.Patch.SetStatus(list, v1alpha1.FieldExtensions, extensionsHosts)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 const simToken = "0123456789abcdef0123456789abcdef01234567"
@@ -165,24 +166,13 @@ func TestNetBoxDownKeepsTheLastView(t *testing.T) {
 	require.NotNil(t, f.resource(t, 1))
 	_, last := f.view.Synced()
 	require.Equal(t, time.Minute, now.Sub(last))
-	require.InDelta(t, 60, f.gauge(t, "o2ims_inventory_view_age_seconds"), 0.001)
+	age, ok := promtest.Gather(t, f.reg).Value("o2ims_inventory_view_age_seconds", nil)
+	require.True(t, ok, "no metric o2ims_inventory_view_age_seconds")
+	require.InDelta(t, 60, age, 0.001)
 	probe, err := f.view.Probe(ctx)
 	require.NoError(t, err, "NetBox down is no reason to fail liveness")
 	require.InDelta(t, 60, probe.(map[string]any)["ageSeconds"], 0.001)
 	require.EqualValues(t, 1, testutil.ToFloat64(f.ref.runs.WithLabelValues("changes", "error")))
-}
-
-func (f *fixture) gauge(t *testing.T, name string) float64 {
-	t.Helper()
-	mfs, err := f.reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // A listing that started before one of the operator's own writes must not undo it in the view.

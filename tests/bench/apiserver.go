@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
@@ -20,8 +18,7 @@ func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) 
 	if err != nil {
 		return apiRequests{}, err
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	fams, err := promtest.Parse(bytes.NewReader(raw))
 	if err != nil {
 		return apiRequests{}, err
 	}

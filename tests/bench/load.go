@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
 const runLabel = "o2ims-bench/run"
 
-var prGVR = handlers.ProvisioningRequestGVR
+var prGVR = v1alpha1.GVR
 
 // fastAdmin is an admin dynamic client without a meaningful client-side limit: the load generator must
 // never be what bounds the operator.
@@ -86,9 +86,8 @@ type tracker struct {
 }
 
 func stateOf(u *unstructured.Unstructured) (string, string) {
-	s, _, _ := unstructured.NestedString(u.Object, "status", "provisioningStatus", "provisioningState")
-	m, _, _ := unstructured.NestedString(u.Object, "status", "provisioningStatus", "provisioningMessage")
-	return s, m
+	st := v1alpha1.StatusOf(u)
+	return st.State, st.Message
 }
 
 func (t *tracker) record(u *unstructured.Unstructured, at time.Time) {
@@ -97,7 +96,7 @@ func (t *tracker) record(u *unstructured.Unstructured, at time.Time) {
 	defer t.mu.Unlock()
 	t.state[u.GetName()] = s
 	t.message[u.GetName()] = m
-	if s == handlers.StateFulfilled {
+	if s == v1alpha1.StateFulfilled {
 		if _, seen := t.fulfilled[u.GetName()]; !seen {
 			t.fulfilled[u.GetName()] = at
 		}
@@ -315,14 +314,14 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 		return r, cerr
 	}
 	werr := t.waitFor(ctx, 3*time.Minute, func(c map[string]int) bool {
-		return c[handlers.StateFulfilled]+c[handlers.StateFailed] >= n
+		return c[v1alpha1.StateFulfilled]+c[v1alpha1.StateFailed] >= n
 	})
 	r.CPU = m.end()
 	if api1, err := scrapeAPIServer(ctx, st); err == nil {
 		r.APIServer = api1.minus(api0)
 	}
 	c := t.counts()
-	r.Fulfilled, r.Failed = c[handlers.StateFulfilled], c[handlers.StateFailed]
+	r.Fulfilled, r.Failed = c[v1alpha1.StateFulfilled], c[v1alpha1.StateFailed]
 	t.mu.Lock()
 	var lats []float64
 	var last time.Time
@@ -378,7 +377,7 @@ func settle(op *stack.Operator, quiet, max time.Duration) (stack.Metrics, error)
 	if err != nil {
 		return nil, err
 	}
-	lastTotal := sumMap(last.Writes())
+	lastTotal := sumMap(stack.Writes(last))
 	since := time.Now()
 	for time.Since(since) < quiet && time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
@@ -386,7 +385,7 @@ func settle(op *stack.Operator, quiet, max time.Duration) (stack.Metrics, error)
 		if err != nil {
 			return nil, err
 		}
-		if tot := sumMap(m.Writes()); tot != lastTotal {
+		if tot := sumMap(stack.Writes(m)); tot != lastTotal {
 			lastTotal, since = tot, time.Now()
 		}
 		last = m

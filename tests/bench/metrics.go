@@ -2,32 +2,17 @@ package main
 
 import (
 	"net/http"
-	"sort"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
 // Helpers over two scrapes of an operator's /metrics (deltas: what happened between them).
 
-func labelsOf(s *dto.Metric) map[string]string {
-	out := map[string]string{}
-	for _, l := range s.GetLabel() {
-		out[l.GetName()] = l.GetValue()
-	}
-	return out
-}
-
-func matches(s *dto.Metric, want map[string]string) bool {
-	have := labelsOf(s)
-	for k, v := range want {
-		if v != "" && have[k] != v {
-			return false
-		}
-	}
-	return true
-}
+// labelsOf and matches read a series' labels.
+var labelsOf, matches = promtest.Labels, promtest.Matches
 
 // writesByMethod is the mutating API requests by "resource" and "resource METHOD" (counted at the
 // operator's transport), as a delta between two scrapes.
@@ -73,11 +58,7 @@ func counterDelta(before, after stack.Metrics, name string, want map[string]stri
 }
 
 // histDelta is the change of a histogram (matching series merged): count, sum and cumulative buckets.
-type histDelta struct {
-	Count   float64
-	Sum     float64
-	buckets map[float64]float64
-}
+type histDelta = promtest.Histogram
 
 func histogramDelta(before, after stack.Metrics, name string, want map[string]string) histDelta {
 	return histogramDeltaWhere(before, after, name, func(s *dto.Metric) bool { return matches(s, want) })
@@ -85,81 +66,7 @@ func histogramDelta(before, after stack.Metrics, name string, want map[string]st
 
 // histogramDeltaWhere is histogramDelta over the series keep accepts.
 func histogramDeltaWhere(before, after stack.Metrics, name string, keep func(*dto.Metric) bool) histDelta {
-	read := func(m stack.Metrics) histDelta {
-		h := histDelta{buckets: map[float64]float64{}}
-		fam, ok := m[name]
-		if !ok {
-			return h
-		}
-		for _, s := range fam.GetMetric() {
-			if s.Histogram == nil || !keep(s) {
-				continue
-			}
-			h.Count += float64(s.GetHistogram().GetSampleCount())
-			h.Sum += s.GetHistogram().GetSampleSum()
-			for _, b := range s.GetHistogram().GetBucket() {
-				h.buckets[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-			}
-		}
-		return h
-	}
-	a, b := read(before), read(after)
-	d := histDelta{Count: b.Count - a.Count, Sum: b.Sum - a.Sum, buckets: map[float64]float64{}}
-	for le, c := range b.buckets {
-		d.buckets[le] = c - a.buckets[le]
-	}
-	return d
-}
-
-// Quantile interpolates inside the bucket, as histogram_quantile does; ok is false without samples.
-func (h histDelta) Quantile(q float64) (float64, bool) {
-	if h.Count <= 0 {
-		return 0, false
-	}
-	var les []float64
-	for le := range h.buckets {
-		les = append(les, le)
-	}
-	sort.Float64s(les)
-	rank := q * h.Count
-	prevLE, prevCount := 0.0, 0.0
-	for _, le := range les {
-		c := h.buckets[le]
-		if c >= rank {
-			if c == prevCount {
-				return le, true
-			}
-			return prevLE + (le-prevLE)*(rank-prevCount)/(c-prevCount), true
-		}
-		prevLE, prevCount = le, c
-	}
-	return prevLE, true
-}
-
-// Bound is the upper bound of the bucket holding the q-quantile: "at most this" (ok false without samples).
-func (h histDelta) Bound(q float64) (float64, bool) {
-	if h.Count <= 0 {
-		return 0, false
-	}
-	var les []float64
-	for le := range h.buckets {
-		les = append(les, le)
-	}
-	sort.Float64s(les)
-	for _, le := range les {
-		if h.buckets[le] >= q*h.Count {
-			return le, true
-		}
-	}
-	return les[len(les)-1], true
-}
-
-// Mean is the average observation.
-func (h histDelta) Mean() float64 {
-	if h.Count <= 0 {
-		return 0
-	}
-	return h.Sum / h.Count
+	return after.HistogramWhere(name, keep).Minus(before.HistogramWhere(name, keep))
 }
 
 // quantiles of raw samples (nearest rank).

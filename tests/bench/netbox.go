@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
@@ -126,11 +126,11 @@ func runNetBox(ctx context.Context, st *stack.Stack, seqRequests, raceRequests i
 		}
 		want := i + 1
 		if err := seq.waitFor(ctx, time.Minute, func(c map[string]int) bool {
-			return c[handlers.StateFulfilled] >= want || c[handlers.StateFailed] > 0
+			return c[v1alpha1.StateFulfilled] >= want || c[v1alpha1.StateFailed] > 0
 		}); err != nil {
 			return r, fmt.Errorf("uncontended request %d: %w", i, err)
 		}
-		if c := seq.counts(); c[handlers.StateFailed] > 0 {
+		if c := seq.counts(); c[v1alpha1.StateFailed] > 0 {
 			return r, fmt.Errorf("an uncontended request failed: %v", seq.message)
 		}
 	}
@@ -192,7 +192,7 @@ func runNetBox(ctx context.Context, st *stack.Stack, seqRequests, raceRequests i
 	if r.Hosts < winners {
 		winners = r.Hosts
 	}
-	if err := race.waitFor(ctx, 2*time.Minute, func(c map[string]int) bool { return c[handlers.StateFulfilled] >= winners }); err != nil {
+	if err := race.waitFor(ctx, 2*time.Minute, func(c map[string]int) bool { return c[v1alpha1.StateFulfilled] >= winners }); err != nil {
 		return r, fmt.Errorf("the race: %w", err)
 	}
 	// Settled: no PATCH for two seconds.
@@ -260,11 +260,11 @@ func runNetBox(ctx context.Context, st *stack.Stack, seqRequests, raceRequests i
 		return r, err
 	}
 	c := race.counts()
-	r.RaceFulfilled = c[handlers.StateFulfilled]
-	r.RaceWaiting = raceRequests - r.RaceFulfilled - c[handlers.StateFailed]
+	r.RaceFulfilled = c[v1alpha1.StateFulfilled]
+	r.RaceWaiting = raceRequests - r.RaceFulfilled - c[v1alpha1.StateFailed]
 	race.mu.Lock()
 	for name, s := range race.state {
-		if s != handlers.StateFulfilled && r.RaceWaitingMessage == "" {
+		if s != v1alpha1.StateFulfilled && r.RaceWaitingMessage == "" {
 			r.RaceWaitingMessage = fmt.Sprintf("%s: %s", s, race.message[name])
 		}
 	}
@@ -281,7 +281,7 @@ func checkRecords(ctx context.Context, dyn dynamic.Interface, selector string, r
 	}
 	claimedBy := map[string]string{}
 	for _, u := range l.Items {
-		hosts, _, _ := unstructured.NestedSlice(u.Object, "status", "extensions", "hosts")
+		hosts, _, _ := unstructured.NestedSlice(u.Object, v1alpha1.FieldStatus, v1alpha1.FieldExtensions, "hosts")
 		for _, h := range hosts {
 			m, _ := h.(map[string]any)
 			id, _ := m["id"].(string)

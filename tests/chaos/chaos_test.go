@@ -117,7 +117,7 @@ const (
 // killAndRestart SIGKILLs the operator now — or, half of the time, within 30 ms of the next NetBox PATCH
 // arriving, to land in the write windows (claim or release committed, its answer or the request's record
 // not yet) — keeps it down a random while, and starts it again.
-func (h *harness) killAndRestart(ctx context.Context, phase string, rng *rand.Rand) {
+func (h *harness) killAndRestart(t *testing.T, ctx context.Context, phase string, rng *rand.Rand) {
 	releasing := phase == phaseReleasing
 	aim := "a random moment"
 	targeted, jitter := rng.Intn(2) == 0, between(rng, 0, 30*time.Millisecond)
@@ -156,14 +156,16 @@ func (h *harness) killAndRestart(ctx context.Context, phase string, rng *rand.Ra
 	h.logf("SIGKILL (%s, %s): %d NetBox calls in flight, %d %s; down for %s", phase, aim, inflight, busy, what, down.Round(time.Millisecond))
 	time.Sleep(down)
 	if err := h.ops.start(ctx); err != nil {
-		h.t.Fatalf("the operator does not start again: %v", err)
+		t.Fatalf("the operator does not start again: %v", err)
 	}
 	h.logf("operator running again")
 }
 
 // Hosts claimed and released, requests provisioned and deleted, through SIGKILLs of the operator, a
 // kube-apiserver restart and NetBox 5xx answers, timeouts and lost PATCH answers: at the end nothing is
-// held, nothing is left, no host was claimed twice and no NetBox write was replayed.
+// held, nothing is left, no host was claimed twice and no NetBox write was replayed. One run, in phases
+// that each need the one before: a phase that stops (t.Fatal) skips the rest; the invariants and the
+// report come last, from whatever the phases measured.
 func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos run: about a minute of real processes")
@@ -173,12 +175,60 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	}
 	t.Logf("seed %d — repeat this run's random choices with: go test -count=1 -run . ./tests/chaos/ -args -seed=%d", seed, seed)
-	rep := newReport(seed)
 	ctx, cancelAll := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancelAll()
 
+	r := &run{seed: seed, rep: newReport(seed)}
+	r.startStack(t, ctx)
+	phases := []struct {
+		name string
+		fn   func(*testing.T, context.Context)
+	}{
+		{"provisioning under chaos", r.provisionUnderChaos},
+		{"provisioning settles", r.provisioningSettles},
+		{"deletion under chaos", r.deleteUnderChaos},
+		{"deletion settles", r.deletionSettles},
+	}
+	for _, ph := range phases {
+		if !phase(t, ph.name, func(t *testing.T) { ph.fn(t, ctx) }) {
+			t.Logf("phase %q stopped the run; the later phases are skipped", ph.name)
+			break
+		}
+	}
+	r.report(t)
+}
+
+// phase runs one step of the run as a subtest; completed is false when it stopped (FailNow, Skip) rather
+// than returned, so an Error in a phase (a create that gave up) does not skip the next one.
+func phase(t *testing.T, name string, fn func(*testing.T)) (completed bool) {
+	t.Run(name, func(t *testing.T) {
+		fn(t)
+		completed = true
+	})
+	return completed
+}
+
+// run is one chaos run: what the phases hand on to each other.
+type run struct {
+	seed              int64
+	rep               *report
+	dir               string
+	t0                time.Time
+	st                *stack.Stack
+	counter           *answerCounter
+	h                 *harness
+	chaosRng, planRng *rand.Rand
+	plan              []plannedRequest
+	offsets           []time.Duration
+}
+
+// startStack starts kube-apiserver, etcd, the manifests, NetBox (behind a counting proxy) and the world,
+// then the operator, and plans the requests. It runs in the test itself, not a phase: what it starts lives
+// until the whole run ends (a subtest's cleanups would run when the subtest returns).
+func (r *run) startStack(t *testing.T, ctx context.Context) {
 	dir, err := os.MkdirTemp("", "o2ims-chaos-")
 	require.NoError(t, err)
+	r.dir = dir
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs kept in %s (stack/operator.log: every operator run; stack/kube/: API server and etcd)", dir)
@@ -187,7 +237,7 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		_ = os.RemoveAll(dir)
 	})
 
-	t0 := time.Now()
+	r.t0 = time.Now()
 	st, err := stack.Start(ctx, stack.Options{
 		Operator: binary, Dir: filepath.Join(dir, "stack"), Hosts: poolHosts,
 		World: world.Options{
@@ -202,15 +252,16 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		},
 	})
 	require.NoError(t, err, "starting the stack")
+	r.st = st
 	// The operator reaches the simulator through a counting layer (the same simulator's handler).
-	counter := newAnswerCounter(st.NetBox)
-	proxy := httptest.NewServer(counter)
+	r.counter = newAnswerCounter(st.NetBox)
+	proxy := httptest.NewServer(r.counter)
 	t.Cleanup(proxy.Close)
 	// Runs first: the operator is gone before the proxy closes; its last SIGTERM must still end in exit 0.
 	t.Cleanup(func() { assert.NoError(t, st.Stop(), "stopping the stack") })
-	rep.Durations = append(rep.Durations, namedDuration{"stack start (kube-apiserver, etcd, manifests, NetBox, world)", time.Since(t0)})
+	r.rep.Durations = append(r.rep.Durations, namedDuration{"stack start (kube-apiserver, etcd, manifests, NetBox, world)", time.Since(r.t0)})
 
-	h := &harness{t: t, st: st, nb: counter, start: time.Now(), rep: rep, patchSeen: make(chan struct{}, 1)}
+	h := &harness{t: t, st: st, nb: r.counter, start: time.Now(), rep: r.rep, patchSeen: make(chan struct{}, 1)}
 	st.NetBox.SetPatchHook(func(int32) {
 		select {
 		case h.patchSeen <- struct{}{}:
@@ -219,34 +270,44 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 	})
 	t.Cleanup(func() { h.mu.Lock(); h.over = true; h.mu.Unlock() })
 	h.ops = &operatorCtl{st: st, env: map[string]string{"NETBOX_URL": proxy.URL}, logf: h.logf}
-	h.inj = newInjector(st.NetBox, seed+1, netboxTimeout)
-	chaosRng := rand.New(rand.NewSource(seed + 2))
-	planRng := rand.New(rand.NewSource(seed + 3))
+	h.inj = newInjector(st.NetBox, r.seed+1, netboxTimeout)
+	r.h = h
+	r.chaosRng = rand.New(rand.NewSource(r.seed + 2))
+	r.planRng = rand.New(rand.NewSource(r.seed + 3))
 
 	require.NoError(t, h.ops.start(ctx), "first start of the operator")
 	h.logf("operator running (pid %d)", h.st.Operator.Pid())
 
 	free32 := (poolHosts + 2) / 3
-	plan := planRequests(planRng, requests, free32, poolHosts-free32)
-	var offsets []time.Duration
-	for range plan {
-		offsets = append(offsets, between(planRng, 0, createWindow))
+	r.plan = planRequests(r.planRng, requests, free32, poolHosts-free32)
+	for range r.plan {
+		r.offsets = append(r.offsets, between(r.planRng, 0, createWindow))
 	}
-	sort.Slice(offsets, func(i, j int) bool { return offsets[i] < offsets[j] })
-	rep.Plan = plan
+	sort.Slice(r.offsets, func(i, j int) bool { return r.offsets[i] < r.offsets[j] })
+	r.rep.Plan = r.plan
+}
 
-	// ---- Phase 1: provisioning under chaos ----
+// injectFaults starts the NetBox fault injector; the returned stop waits until it has calmed NetBox.
+func (r *run) injectFaults(ctx context.Context) (stop func()) {
+	injCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.h.inj.run(injCtx); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// provisionUnderChaos creates the planned requests over createWindow (via the API server or the NBI)
+// while the operator is SIGKILLed 4–5 times, kube-apiserver restarts once and NetBox misbehaves.
+func (r *run) provisionUnderChaos(t *testing.T, ctx context.Context) {
+	h, plan := r.h, r.plan
 	h.logf("phase 1: %d requests arrive over %s while the operator is killed and NetBox misbehaves", len(plan), createWindow)
 	p1 := time.Now()
-	injCtx, stopInj := context.WithCancel(ctx)
-	injDone := make(chan struct{})
-	go func() { h.inj.run(injCtx); close(injDone) }()
+	stopInj := r.injectFaults(ctx)
 	var planMu sync.Mutex
 	created := make(chan []string, 1)
 	go func() {
 		var errs []string
 		for i := range plan {
-			time.Sleep(time.Until(p1.Add(offsets[i])))
+			time.Sleep(time.Until(p1.Add(r.offsets[i])))
 			planMu.Lock()
 			p := plan[i]
 			planMu.Unlock()
@@ -266,20 +327,20 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		}
 		created <- errs
 	}()
-	kills := 4 + chaosRng.Intn(2)
-	apiAfter := 1 + chaosRng.Intn(kills-1)
+	kills := 4 + r.chaosRng.Intn(2)
+	apiAfter := 1 + r.chaosRng.Intn(kills-1)
 	for i := 1; i <= kills; i++ {
-		time.Sleep(between(chaosRng, time.Second, 3500*time.Millisecond))
-		h.killAndRestart(ctx, phaseProvisioning, chaosRng)
+		time.Sleep(between(r.chaosRng, time.Second, 3500*time.Millisecond))
+		h.killAndRestart(t, ctx, phaseProvisioning, r.chaosRng)
 		if i == apiAfter {
-			time.Sleep(between(chaosRng, 500*time.Millisecond, 2*time.Second))
-			down := between(chaosRng, time.Second, 3*time.Second)
+			time.Sleep(between(r.chaosRng, 500*time.Millisecond, 2*time.Second))
+			down := between(r.chaosRng, time.Second, 3*time.Second)
 			h.logf("kube-apiserver stopped (etcd keeps the data) for %s", down.Round(time.Millisecond))
 			at := time.Since(h.start)
-			if err := st.RestartAPIServer(ctx, down); err != nil {
+			if err := r.st.RestartAPIServer(ctx, down); err != nil {
 				t.Fatalf("restarting kube-apiserver: %v", err)
 			}
-			rep.APIRestarts = append(rep.APIRestarts, apiRestart{At: at, Down: down, Total: time.Since(h.start) - at})
+			r.rep.APIRestarts = append(r.rep.APIRestarts, apiRestart{At: at, Down: down, Total: time.Since(h.start) - at})
 			h.logf("kube-apiserver serving again")
 		}
 	}
@@ -288,28 +349,33 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		t.Errorf("%s", e)
 	}
 	stopInj()
-	<-injDone
-	rep.Phase1Faults, _ = h.inj.Injected()
-	rep.Durations = append(rep.Durations, namedDuration{"phase 1: provisioning under chaos (kills, API-server restart, NetBox faults)", time.Since(p1)})
+	r.rep.Phase1Faults, _ = h.inj.Injected()
+	r.rep.Durations = append(r.rep.Durations, namedDuration{"phase 1: provisioning under chaos (kills, API-server restart, NetBox faults)", time.Since(p1)})
 	h.logf("phase 1 chaos over; NetBox healthy again; waiting until every request is fulfilled or failed")
 	require.NoError(t, h.ops.ensure(ctx))
+}
 
+// provisioningSettles waits until every request is fulfilled or failed and checks the provisioning
+// invariants (recorded in the report, judged at the end).
+func (r *run) provisioningSettles(_ *testing.T, ctx context.Context) {
 	s1 := time.Now()
-	states, messages := h.waitSettled(ctx, plan)
-	rep.Durations = append(rep.Durations, namedDuration{"phase 1: settling after the chaos (every request fulfilled or failed)", time.Since(s1)})
-	h.checkProvisioned(ctx, plan, states, messages)
+	states, messages := r.h.waitSettled(ctx, r.plan)
+	r.rep.Durations = append(r.rep.Durations, namedDuration{"phase 1: settling after the chaos (every request fulfilled or failed)", time.Since(s1)})
+	r.h.checkProvisioned(ctx, r.plan, states, messages)
+}
 
-	// ---- Phase 2: deletion under chaos ----
+// deleteUnderChaos deletes every request in a random order while the operator is SIGKILLed 3–4 times
+// and NetBox misbehaves.
+func (r *run) deleteUnderChaos(t *testing.T, ctx context.Context) {
+	h, plan := r.h, r.plan
 	h.logf("phase 2: every request deleted while the operator is killed and NetBox misbehaves")
 	p2 := time.Now()
-	injCtx, stopInj = context.WithCancel(ctx)
-	injDone = make(chan struct{})
-	go func() { h.inj.run(injCtx); close(injDone) }()
+	stopInj := r.injectFaults(ctx)
 	deleted := make(chan []string, 1)
-	order := planRng.Perm(len(plan))
+	order := r.planRng.Perm(len(plan))
 	gaps := make([]time.Duration, len(order))
 	for i := range gaps {
-		gaps[i] = between(planRng, 0, 600*time.Millisecond)
+		gaps[i] = between(r.planRng, 0, 600*time.Millisecond)
 	}
 	go func() {
 		var errs []string
@@ -323,26 +389,33 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		}
 		deleted <- errs
 	}()
-	for i, n := 1, 3+chaosRng.Intn(2); i <= n; i++ {
-		time.Sleep(between(chaosRng, 300*time.Millisecond, 1500*time.Millisecond))
-		h.killAndRestart(ctx, phaseReleasing, chaosRng)
+	for i, n := 1, 3+r.chaosRng.Intn(2); i <= n; i++ {
+		time.Sleep(between(r.chaosRng, 300*time.Millisecond, 1500*time.Millisecond))
+		h.killAndRestart(t, ctx, phaseReleasing, r.chaosRng)
 	}
 	for _, e := range <-deleted {
 		t.Errorf("%s", e)
 	}
 	stopInj()
-	<-injDone
-	rep.Durations = append(rep.Durations, namedDuration{"phase 2: deletion under chaos (kills, NetBox faults)", time.Since(p2)})
+	r.rep.Durations = append(r.rep.Durations, namedDuration{"phase 2: deletion under chaos (kills, NetBox faults)", time.Since(p2)})
 	h.logf("phase 2 chaos over; NetBox healthy again; waiting until every request is gone")
 	require.NoError(t, h.ops.ensure(ctx))
-	s2 := time.Now()
-	left := h.waitGone(ctx, plan)
-	rep.Durations = append(rep.Durations, namedDuration{"phase 2: settling after the chaos (every request gone)", time.Since(s2)})
-	h.checkReleased(ctx, plan, left)
+}
 
-	// What was injected and what the operator saw.
+// deletionSettles waits until every request is gone and checks the release invariants.
+func (r *run) deletionSettles(_ *testing.T, ctx context.Context) {
+	s2 := time.Now()
+	left := r.h.waitGone(ctx, r.plan)
+	r.rep.Durations = append(r.rep.Durations, namedDuration{"phase 2: settling after the chaos (every request gone)", time.Since(s2)})
+	r.h.checkReleased(ctx, r.plan, left)
+}
+
+// report fills in what was injected and what the operator saw, writes the Markdown report when asked,
+// and judges every invariant.
+func (r *run) report(t *testing.T) {
+	h, rep, st := r.h, r.rep, r.st
 	rep.Faults, rep.FaultDetail = h.inj.Injected()
-	rep.Answers = counter.Snapshot()
+	rep.Answers = r.counter.Snapshot()
 	rep.Starts, rep.StartFailures, rep.SelfExits = h.ops.stats()
 	rep.SimCalls = map[string]int{}
 	for k := range rep.Answers {
@@ -354,11 +427,11 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		Measured: fmt.Sprintf("%d unexpected exits; %d starts, %d refused at start and started again", len(rep.SelfExits), rep.Starts, len(rep.StartFailures)),
 		OK:       len(rep.SelfExits) == 0,
 	})
-	rep.Total = time.Since(t0)
+	rep.Total = time.Since(r.t0)
 	h.mu.Lock()
 	rep.Timeline = append([]string(nil), h.timeline...)
 	h.mu.Unlock()
-	rep.fill(st.NetBox.PatchLog(), counter)
+	rep.fill(st.NetBox.PatchLog(), r.counter)
 
 	if *reportFlag != "" {
 		if err := os.WriteFile(*reportFlag, []byte(rep.markdown()), 0o644); err != nil {
@@ -375,7 +448,7 @@ func TestKillsAPIServerRestartAndNetBoxFaultsLeakNothing(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("seed %d; operator log tail:\n%s", seed, stack.Tail(filepath.Join(dir, "stack", "operator.log"), 60))
+		t.Logf("seed %d; operator log tail:\n%s", r.seed, stack.Tail(filepath.Join(r.dir, "stack", "operator.log"), 60))
 	}
 }
 

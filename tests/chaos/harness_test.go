@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
@@ -214,7 +214,7 @@ func (p plannedRequest) template() string {
 // create submits the request through the NBI or the API server, retrying through kills and API-server
 // restarts (a lost answer to a create that landed shows as "already exists" next time), and returns its uid.
 func (h *harness) create(ctx context.Context, p plannedRequest) (string, error) {
-	dyn := h.st.API.AdminDynamic().Resource(handlers.ProvisioningRequestGVR)
+	dyn := h.st.API.AdminDynamic().Resource(v1alpha1.GVR)
 	deadline := time.Now().Add(2 * time.Minute)
 	for attempt := 0; ; attempt++ {
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -266,7 +266,7 @@ func (h *harness) create(ctx context.Context, p plannedRequest) (string, error) 
 
 // remove deletes the request through the NBI or the API server, retrying until the deletion is asked.
 func (h *harness) remove(ctx context.Context, p plannedRequest) error {
-	dyn := h.st.API.AdminDynamic().Resource(handlers.ProvisioningRequestGVR)
+	dyn := h.st.API.AdminDynamic().Resource(v1alpha1.GVR)
 	deadline := time.Now().Add(2 * time.Minute)
 	for attempt := 0; ; attempt++ {
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -330,7 +330,7 @@ func call(ctx context.Context, method, url string, body any) (int, string, error
 func (h *harness) requestStates(ctx context.Context) (map[string]string, map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	list, err := h.st.API.AdminDynamic().Resource(handlers.ProvisioningRequestGVR).List(ctx, metav1.ListOptions{})
+	list, err := h.st.API.AdminDynamic().Resource(v1alpha1.GVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
@@ -138,7 +139,7 @@ func (h *harness) checkReleased(ctx context.Context, plan []plannedRequest, left
 	})
 
 	dyn := h.st.API.AdminDynamic()
-	pvs, err := dyn.Resource(handlers.PackageVariantGVR).Namespace("default").List(ctx, metav1.ListOptions{})
+	pvs, err := dyn.Resource(external.PackageVariantGVR).Namespace("default").List(ctx, metav1.ListOptions{})
 	var ourPVs []string
 	if err != nil {
 		ourPVs = append(ourPVs, "listing PackageVariants: "+err.Error())
@@ -155,7 +156,7 @@ func (h *harness) checkReleased(ctx context.Context, plan []plannedRequest, left
 		OK:       len(ourPVs) == 0, Evidence: ourPVs,
 	})
 
-	bmhs, err := dyn.Resource(handlers.BareMetalHostGVR).Namespace(stack.Metal3Namespace).List(ctx, metav1.ListOptions{})
+	bmhs, err := dyn.Resource(external.BareMetalHostGVR).Namespace(stack.Metal3Namespace).List(ctx, metav1.ListOptions{})
 	var bmhLeft []string
 	if err != nil {
 		bmhLeft = append(bmhLeft, "listing BareMetalHosts: "+err.Error())

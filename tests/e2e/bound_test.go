@@ -14,12 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
-
-var prGVR = schema.GroupVersionResource{Group: "o2ims.provisioning.oran.org", Version: "v1alpha1", Resource: "provisioningrequests"}
 
 // hosts: [{count: 2000000000}] used to run the operator out of memory 3–5 s after it was accepted (one slot
 // per host), and again after every restart. Through the NBI it is now a 400 naming the field; written
@@ -38,7 +36,7 @@ func TestTwoBillionHostsAreRefusedByTheNBIAndFailedByTheChainWithoutHarm(t *test
 	var problem map[string]any
 	require.NoError(t, json.Unmarshal(body, &problem))
 	assert.Contains(t, problem["status"], "templateParameters.hosts[0].count must be at most 1000 (hosts per role), got 2000000000")
-	_, err := st.API.AdminDynamic().Resource(prGVR).Get(ctx, "e2e-huge", metav1.GetOptions{})
+	_, err := st.API.AdminDynamic().Resource(v1alpha1.GVR).Get(ctx, "e2e-huge", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "nothing was created: %v", err)
 
 	// A PUT of an existing request is refused the same way and leaves it as it was.
@@ -83,11 +81,11 @@ spec:
 			"templateParameters": map[string]any{"clusterName": "edge-huge-direct",
 				"hosts": []any{map[string]any{"role": "a", "count": int64(600)}, map[string]any{"role": "b", "count": 1e300}}}},
 	}}
-	_, err = st.API.AdminDynamic().Resource(prGVR).Create(ctx, direct, metav1.CreateOptions{})
+	_, err = st.API.AdminDynamic().Resource(v1alpha1.GVR).Create(ctx, direct, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, n := range []string{"e2e-huge-kubectl", "e2e-huge-direct"} {
-			_ = st.API.AdminDynamic().Resource(prGVR).Delete(context.Background(), n, metav1.DeleteOptions{})
+			_ = st.API.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), n, metav1.DeleteOptions{})
 		}
 	})
 

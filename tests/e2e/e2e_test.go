@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
@@ -196,14 +196,14 @@ func TestShippedRBACCarriesARequestWithHostsFromTheNBIToFulfilledAndThroughDelet
 		assert.Equal(t, "staged", d.Status, "device %d back in the pool", d.ID)
 		assert.Nil(t, d.Custom["o2ims_request_uid"], "device %d unowned", d.ID)
 	}
-	bmhs, err := st.API.AdminDynamic().Resource(schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}).
+	bmhs, err := st.API.AdminDynamic().Resource(external.BareMetalHostGVR).
 		Namespace(stack.Metal3Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, bmhs.Items)
 	secrets, err := st.API.AdminClientset().CoreV1().Secrets(stack.Metal3Namespace).List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, secrets.Items)
-	_, err = st.API.AdminDynamic().Resource(schema.GroupVersionResource{Group: "config.porch.kpt.dev", Version: "v1alpha1", Resource: "packagevariants"}).
+	_, err = st.API.AdminDynamic().Resource(external.PackageVariantGVR).
 		Namespace("default").Get(ctx, "e2e-1", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "the package variant outlived its request")
 

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 )
 
@@ -72,7 +73,7 @@ func TestSIGTERMWithPassesInFlightAgainstASlowNetBoxExitsInsideTheGracePeriod(t 
 	st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevices, 30*time.Second)
 	defer st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevices, 0)
 	before := st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevices)
-	dyn := st.API.AdminDynamic().Resource(prGVR)
+	dyn := st.API.AdminDynamic().Resource(v1alpha1.GVR)
 	var names []string
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("e2e-busy-%02d", i)

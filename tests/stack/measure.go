@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
 // RestartAPIServer stops kube-apiserver (etcd keeps the data) for down, then starts it again on the same
@@ -54,8 +52,8 @@ func (o *Operator) Memory() (Memory, error) {
 	return m, sc.Err()
 }
 
-// Metrics is one scrape of the operator's /metrics.
-type Metrics map[string]*dto.MetricFamily
+// Metrics is one scrape of the operator's /metrics (Sum, Value, Histogram… are promtest's).
+type Metrics = promtest.Families
 
 // Scrape reads the operator's metrics.
 func (o *Operator) Scrape() (Metrics, error) {
@@ -67,40 +65,12 @@ func (o *Operator) Scrape() (Metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("/metrics answered %d", resp.StatusCode)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	return Metrics(fams), err
+	return promtest.Parse(resp.Body)
 }
 
-// Sum adds the values (counter, gauge, or histogram count) of a family's series whose labels match all of
-// want ("" matches any value of that label).
-func (m Metrics) Sum(name string, want map[string]string) float64 {
-	fam, ok := m[name]
-	if !ok {
-		return 0
-	}
-	total := 0.0
-	for _, s := range fam.GetMetric() {
-		if !labelsMatch(s, want) {
-			continue
-		}
-		switch {
-		case s.Counter != nil:
-			total += s.GetCounter().GetValue()
-		case s.Gauge != nil:
-			total += s.GetGauge().GetValue()
-		case s.Histogram != nil:
-			total += float64(s.GetHistogram().GetSampleCount())
-		case s.Untyped != nil:
-			total += s.GetUntyped().GetValue()
-		}
-	}
-	return total
-}
-
-// Writes is the operator's mutating API requests (POST, PUT, PATCH, DELETE) by resource, from
+// Writes is, in m, the operator's mutating API requests (POST, PUT, PATCH, DELETE) by resource, from
 // rest_client_requests_by_resource_total (counted at its client transport).
-func (m Metrics) Writes() map[string]float64 {
+func Writes(m Metrics) map[string]float64 {
 	out := map[string]float64{}
 	fam, ok := m["rest_client_requests_by_resource_total"]
 	if !ok {
@@ -122,71 +92,4 @@ func (m Metrics) Writes() map[string]float64 {
 		out[resource] += s.GetCounter().GetValue()
 	}
 	return out
-}
-
-// Quantile estimates a quantile of a histogram family (series matching want merged) by linear
-// interpolation inside the bucket, as Prometheus' histogram_quantile does.
-func (m Metrics) Quantile(name string, want map[string]string, q float64) (float64, bool) {
-	fam, ok := m[name]
-	if !ok {
-		return 0, false
-	}
-	bounds := map[float64]uint64{}
-	var count uint64
-	for _, s := range fam.GetMetric() {
-		if s.Histogram == nil || !labelsMatch(s, want) {
-			continue
-		}
-		count += s.GetHistogram().GetSampleCount()
-		for _, b := range s.GetHistogram().GetBucket() {
-			bounds[b.GetUpperBound()] += b.GetCumulativeCount()
-		}
-	}
-	if count == 0 {
-		return 0, false
-	}
-	var les []float64
-	for le := range bounds {
-		les = append(les, le)
-	}
-	sortFloats(les)
-	rank := q * float64(count)
-	prevLE, prevCount := 0.0, 0.0
-	for _, le := range les {
-		c := float64(bounds[le])
-		if c >= rank {
-			if c == prevCount {
-				return le, true
-			}
-			return prevLE + (le-prevLE)*(rank-prevCount)/(c-prevCount), true
-		}
-		prevLE, prevCount = le, c
-	}
-	return prevLE, true
-}
-
-func labelsMatch(s *dto.Metric, want map[string]string) bool {
-	for k, v := range want {
-		if v == "" {
-			continue
-		}
-		found := false
-		for _, l := range s.GetLabel() {
-			if l.GetName() == k && l.GetValue() == v {
-				found = true
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-func sortFloats(xs []float64) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
 
 // capi plays Cluster API's Cluster controller for one served version: phase Pending → Provisioning →
@@ -22,9 +24,9 @@ type capi struct {
 
 // ensureCluster creates the Cluster the rendered package would apply (a GitOps sync, here immediate).
 func (w *World) ensureCluster(ctx context.Context, name, template string) error {
-	gvr := clusterGVR(w.opts.ClusterVersion)
+	gvr := external.ClusterGVR(w.opts.ClusterVersion)
 	cl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": "Cluster",
+		"apiVersion": gvr.GroupVersion().String(), "kind": external.ClusterKind,
 		"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.10.0.1", "port": int64(6443)}},
 	}}
 	cl.SetName(name)

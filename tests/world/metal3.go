@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
 
 const bmoFinalizer = "baremetalhost.metal3.io"
@@ -28,7 +30,7 @@ type metal3 struct {
 
 func (m *metal3) reconcile(ctx context.Context, bmh *unstructured.Unstructured, first time.Time) (time.Duration, error) {
 	o := m.w.opts
-	dyn := o.Dynamic.Resource(bmhGVR).Namespace(bmh.GetNamespace())
+	dyn := o.Dynamic.Resource(external.BareMetalHostGVR).Namespace(bmh.GetNamespace())
 	if bmh.GetDeletionTimestamp() != nil {
 		return m.w.releaseFinalizer(ctx, dyn, bmh, bmoFinalizer, &m.mu, &m.deleting)
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
 
 const (
@@ -30,7 +32,7 @@ type porch struct {
 
 func (p *porch) reconcile(ctx context.Context, pv *unstructured.Unstructured, first time.Time) (time.Duration, error) {
 	o := p.w.opts
-	dyn := o.Dynamic.Resource(pvGVR).Namespace(pv.GetNamespace())
+	dyn := o.Dynamic.Resource(external.PackageVariantGVR).Namespace(pv.GetNamespace())
 	if pv.GetDeletionTimestamp() != nil {
 		return p.w.releaseFinalizer(ctx, dyn, pv, porchFinalizer, &p.mu, &p.deleting)
 	}

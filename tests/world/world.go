@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
 
 // Options shape the world's behaviour. Templates and hosts can be made to misbehave by name.
@@ -63,15 +65,6 @@ type World struct {
 	players []*player
 }
 
-var (
-	pvGVR  = schema.GroupVersionResource{Group: "config.porch.kpt.dev", Version: "v1alpha1", Resource: "packagevariants"}
-	bmhGVR = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
-)
-
-func clusterGVR(version string) schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: version, Resource: "clusters"}
-}
-
 // Start runs Porch, CAPI and Metal3 players; a player whose resource is not served (no CRD) sits out.
 func Start(ctx context.Context, opts Options) (*World, error) {
 	if opts.PackageVariantNamespace == "" {
@@ -89,12 +82,12 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &World{opts: opts, log: opts.Logger, cancel: cancel}
 	porch := &porch{w: w}
-	capi := &capi{w: w, gvr: clusterGVR(opts.ClusterVersion)}
+	capi := &capi{w: w, gvr: external.ClusterGVR(opts.ClusterVersion)}
 	metal3 := &metal3{w: w}
 	for _, p := range []*player{
-		w.newPlayer("porch", pvGVR, opts.PackageVariantNamespace, porch.reconcile),
+		w.newPlayer("porch", external.PackageVariantGVR, opts.PackageVariantNamespace, porch.reconcile),
 		w.newPlayer("capi", capi.gvr, opts.ClusterNamespace, capi.reconcile),
-		w.newPlayer("metal3", bmhGVR, opts.Metal3Namespace, metal3.reconcile),
+		w.newPlayer("metal3", external.BareMetalHostGVR, opts.Metal3Namespace, metal3.reconcile),
 	} {
 		if served(ctx, opts.Dynamic, p.gvr) {
 			w.players = append(w.players, p)

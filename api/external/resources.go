@@ -1,0 +1,26 @@
+// Package external names the resources of other projects that the chain reads and writes: Porch's
+// PackageVariant, Cluster API's Cluster and Metal3's BareMetalHost. Their schemas are theirs; this package
+// only says where they live, once, for the chain, the NBI and main.
+package external
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// Groups and kinds of the resources we do not own.
+const (
+	PorchGroup         = "config.porch.kpt.dev"
+	PackageVariantKind = "PackageVariant"
+	ClusterGroup       = "cluster.x-k8s.io"
+	ClusterKind        = "Cluster"
+	Metal3Group        = "metal3.io"
+	BareMetalHostKind  = "BareMetalHost"
+)
+
+var (
+	PackageVariantGVR = schema.GroupVersionResource{Group: PorchGroup, Version: "v1alpha1", Resource: "packagevariants"}
+	BareMetalHostGVR  = schema.GroupVersionResource{Group: Metal3Group, Version: "v1alpha1", Resource: "baremetalhosts"}
+)
+
+// ClusterGVR is the CAPI Cluster at a served version (handlers.DetectClusterVersion picks it).
+func ClusterGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: ClusterGroup, Version: version, Resource: "clusters"}
+}
