@@ -65,7 +65,7 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	tokens := &tokenSource{path: cfg.TokenFile}
+	tokens := newTokenSource(cfg.TokenFile)
 	if _, err := tokens.token(); err != nil {
 		return nil, err
 	}

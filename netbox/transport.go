@@ -16,6 +16,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 )
 
 // go-netbox's request builders know neither cf_* filters nor If-Match nor
@@ -52,8 +54,6 @@ func requestOptionsFrom(ctx context.Context) *requestOptions {
 // errRedirectRefused: a redirect would resend the token to a place nobody
 // configured (and NetBox's API does not redirect on valid URLs).
 var errRedirectRefused = errors.New("NetBox answered with a redirect, which is refused (check NETBOX_URL)")
-
-func refuseRedirect(*http.Request, []*http.Request) error { return errRedirectRefused }
 
 type requestTransport struct{ next http.RoundTripper }
 
@@ -245,6 +245,9 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.metrics.apiError(label)
 	}
 	t.metrics.reached(resp.StatusCode < 500)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		t.tokens.refused()
+	}
 	// The attempt's deadline must also cover reading the body.
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
@@ -295,7 +298,7 @@ func newHTTPClient(cfg Config, tokens *tokenSource, m *metrics, policy *retryPol
 		policy: policy,
 		next:   &attemptTransport{next: base, timeout: cfg.Timeout, tokens: tokens, metrics: m},
 	}}
-	return &http.Client{Transport: chain, CheckRedirect: refuseRedirect}, nil
+	return &http.Client{Transport: chain, CheckRedirect: bearer.RefuseRedirects(errRedirectRefused)}, nil
 }
 
 // tlsConfig: system roots plus an optional PEM bundle, TLS ≥ 1.2.
