@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 )
 
@@ -118,14 +118,10 @@ func defaultRetryPolicy() retryPolicy {
 	return retryPolicy{attempts: 4, base: 250 * time.Millisecond, max: 4 * time.Second}
 }
 
+// backoff is the wait after attempt (1 = the first): doubling from base, capped, with ±10% jitter so
+// that many reconcilers do not retry in lockstep.
 func (p retryPolicy) backoff(attempt int) time.Duration {
-	d := p.base << (attempt - 1)
-	if d <= 0 || d > p.max {
-		d = p.max
-	}
-	// ±20% jitter so that many reconcilers do not retry in lockstep.
-	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	return d - d/10 + j
+	return backoff.Exponential{Base: p.base, Max: p.max, Jitter: 0.2}.Delay(attempt - 1)
 }
 
 type retryTransport struct {
