@@ -14,6 +14,8 @@ import (
 	nb "github.com/netbox-community/go-netbox/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // minVersion is the oldest NetBox the client accepts: ETag/If-Match on the
@@ -111,7 +113,7 @@ func (c *Client) Check(ctx context.Context) error {
 	}
 	got, ok := parseVersion(v)
 	if !ok {
-		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", truncateRunes(v, 40))}
+		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", quote.Truncate(v, 40))}
 	}
 	if compareVersion(got, minVersion) < 0 {
 		return &Error{Kind: KindUnsupported, Op: "check", Err: fmt.Errorf(

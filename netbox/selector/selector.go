@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // Selector maps a NetBox device custom field name to the scalar it must equal
@@ -256,8 +258,5 @@ func integerValue(v any) (int64, bool) {
 // quoteKey shows a bad key safely (it may hold anything): quoted, at most 60
 // runes.
 func quoteKey(k string) string {
-	if utf8.RuneCountInString(k) > 60 {
-		k = string([]rune(k)[:59]) + "…"
-	}
-	return strconv.Quote(k)
+	return strconv.Quote(quote.Truncate(k, 60))
 }
