@@ -80,4 +80,3 @@ func TestBodyMedia(t *testing.T) {
 	}
 	wantError(t, TooLarge(), statusRequestEntityTooLarge, "the body is larger than 1048576 bytes", "TooLarge")
 }
-
