@@ -2,16 +2,13 @@ package query
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"mime"
 	"sort"
-	"strconv"
 	"strings"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
@@ -151,50 +148,27 @@ func checkTemplateParameters(p map[string]any) error {
 	return nil
 }
 
-// decodeJSON reads exactly one JSON value, numbers as int64 when they are integers that fit and float64
+// DecodeJSON reads exactly one JSON value into v with sigs.k8s.io/json's strict decoding (the API
+// server's own): a duplicate key, or an unknown field of a struct, is an error; keys match
+// case-sensitively; a number in an interface becomes int64 when it is an integer that fits and float64
 // otherwise — the types an unstructured object may hold.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+func DecodeJSON(data []byte, v any) error {
+	strict, err := sigsjson.UnmarshalStrict(data, v)
+	if err != nil {
+		if syntax, _ := sigsjson.SyntaxErrorOffset(err); !syntax {
+			if _, isAny := v.(*any); isAny {
+				// Into an interface only a number can fail to convert: one beyond float64's range.
+				return fmt.Errorf("a number is out of range (%v)", err)
+			}
+		}
+		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("unexpected data after the top-level value")
-	}
-	return convertNumbers(v)
+	return errors.Join(strict...)
 }
 
-func convertNumbers(v any) (any, error) {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
-			return i, nil
-		}
-		f, err := strconv.ParseFloat(t.String(), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("number %s is out of range", quote.Truncate(t.String(), 40))
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-	case []any:
-		for i, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-	}
-	return v, nil
+func decodeJSON(data []byte) (any, error) {
+	var v any
+	return v, DecodeJSON(data, &v)
 }
 
 // Spec is the ProvisioningRequest spec the data stands for. name and description are "" when the SMO

@@ -37,13 +37,16 @@ func TestParseRequestData(t *testing.T) {
 		`1`:     "not a number",
 		`null`:  "not null",
 		`  `:    "the body is empty",
-		`{} {}`: "not valid JSON: unexpected data after the top-level value",
+		`{} {}`: "not valid JSON: invalid character '{' after top-level value",
 		`{"a":`: "not valid JSON",
-		`{"provisioningRequestId":1,"name":false,"templateName":"t","templateVersion":"v","templateParameters":[]}`:                   "provisioningRequestId must be a string, not a number; name must be a string, not a boolean; templateParameters must be an object, not a list",
-		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{}}`:                              "templateParameters.clusterName is required",
-		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":""}}`:              "clusterName must be a non-empty string, not a string",
-		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":{}}}`:              "clusterName must be a non-empty string, not an object",
-		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c","labels":[]}}`: "templateParameters.labels must be an object, not a list",
+		`{"provisioningRequestId":"a","provisioningRequestId":"b","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c"}}`: `not valid JSON: duplicate field "provisioningRequestId"`,
+		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c","labels":{"k":"1","k":"2"}}}`:  `duplicate field "templateParameters.labels.k"`,
+		`{"ProvisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c"}}`:                             `unknown field(s) "ProvisioningRequestId"`,
+		`{"provisioningRequestId":1,"name":false,"templateName":"t","templateVersion":"v","templateParameters":[]}`:                                   "provisioningRequestId must be a string, not a number; name must be a string, not a boolean; templateParameters must be an object, not a list",
+		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{}}`:                                              "templateParameters.clusterName is required",
+		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":""}}`:                              "clusterName must be a non-empty string, not a string",
+		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":{}}}`:                              "clusterName must be a non-empty string, not an object",
+		`{"provisioningRequestId":"a","templateName":"t","templateVersion":"v","templateParameters":{"clusterName":"c","labels":[]}}`:                 "templateParameters.labels must be an object, not a list",
 	} {
 		_, err := ParseRequestData(MediaJSON, []byte(body))
 		wantError(t, err, statusBadRequest, want, "%s", body)
