@@ -1,12 +1,12 @@
 package netboxsim
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 func (s *Server) recordAbandonedPatch(r *http.Request, id int32) {
@@ -27,13 +27,13 @@ func (s *Server) handleDevicePatch(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	// Numbers as the simulator stores them: int64 when written as an integer, float64 otherwise (16.0
+	// stays a float, which an integer field refuses as NetBox does).
 	var body map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	decodeErr := dec.Decode(&body)
+	decodeErr := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &body)
 
 	s.mu.Lock()
-	rec := PatchRecord{DeviceID: id, IfMatch: r.Header.Get("If-Match"), Body: deepCopyMap(normalizeMap(body))}
+	rec := PatchRecord{DeviceID: id, IfMatch: r.Header.Get("If-Match"), Body: deepCopyMap(body)}
 	if m, ok := body["changelog_message"].(string); ok {
 		rec.ChangelogMessage = m
 	}
@@ -51,14 +51,6 @@ func (s *Server) handleDevicePatch(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	writeJSON(w, status, resp, etag)
-}
-
-func normalizeMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out, _ := normalize(m).(map[string]any)
-	return out
 }
 
 // applyPatchLocked mirrors NetBoxModelViewSet.update: object lookup, If-Match
@@ -104,7 +96,6 @@ func (s *Server) applyPatchLocked(id int32, ifMatch string, body map[string]any,
 				errs[name] = fmt.Sprintf("Custom field '%s' does not exist for this object type.", name)
 				continue
 			}
-			val = normalize(val)
 			if err := f.validate(val); err != nil {
 				errs[name] = err.Error()
 				continue
