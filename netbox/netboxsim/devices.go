@@ -87,56 +87,43 @@ func (s *Server) Devices() []Device {
 
 // SetStatus is an administrator edit of a device status (bumps last_updated).
 func (s *Server) SetStatus(id int32, status string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.devices[id]
-	if !ok {
-		return fmt.Errorf("netboxsim: no device %d", id)
-	}
-	if !s.validStatusLocked(status) {
-		return fmt.Errorf("netboxsim: invalid status %q", status)
-	}
-	d.status = status
-	d.lastUpdated = s.stampLocked()
-	return nil
+	return s.editDevice(id, func(d *device) error {
+		if !s.validStatusLocked(status) {
+			return fmt.Errorf("netboxsim: invalid status %q", status)
+		}
+		d.status = status
+		return nil
+	})
 }
 
 // SetCustom is an administrator edit of one custom field value (nil clears it).
 func (s *Server) SetCustom(id int32, name string, value any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.devices[id]
-	if !ok {
-		return fmt.Errorf("netboxsim: no device %d", id)
-	}
-	d.custom[name] = normalize(value)
-	d.lastUpdated = s.stampLocked()
-	return nil
+	return s.editDevice(id, func(d *device) error { d.custom[name] = normalize(value); return nil })
 }
 
 // SetDescription is an administrator edit of a device's description (bumps last_updated).
 func (s *Server) SetDescription(id int32, description string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.devices[id]
-	if !ok {
-		return fmt.Errorf("netboxsim: no device %d", id)
-	}
-	d.description = description
-	d.lastUpdated = s.stampLocked()
-	return nil
+	return s.editDevice(id, func(d *device) error { d.description = description; return nil })
 }
 
 // SetSite moves a device to the site named name (created when new); it bumps the device's
 // last_updated.
 func (s *Server) SetSite(id int32, name string) error {
+	return s.editDevice(id, func(d *device) error { d.siteID = s.siteLocked(Site{Name: name}).ID; return nil })
+}
+
+// editDevice is an administrator edit of one device: change runs under the lock, and a change it
+// accepts bumps last_updated (so the device's ETag moves, as on NetBox).
+func (s *Server) editDevice(id int32, change func(*device) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.devices[id]
 	if !ok {
 		return fmt.Errorf("netboxsim: no device %d", id)
 	}
-	d.siteID = s.siteLocked(Site{Name: name}).ID
+	if err := change(d); err != nil {
+		return err
+	}
 	d.lastUpdated = s.stampLocked()
 	return nil
 }
