@@ -130,7 +130,10 @@ func (c *Client) Check(ctx context.Context) error {
 var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // parseVersion reads major.minor[.patch] and ignores suffixes such as -beta1
-// or -Docker-3.3.0.
+// or -Docker-3.3.0. (Not apimachinery's util/version: netbox depends on no
+// k8s.io module. Not golang.org/x/mod/semver either: it reads "-Docker-3.3.0"
+// as a pre-release, so netbox-docker's "4.6.0-Docker-3.3.0" would sort below
+// the 4.6.0 it is.)
 func parseVersion(s string) ([3]int, bool) {
 	m := versionRE.FindStringSubmatch(s)
 	if m == nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"sort"
+	"slices"
 	"strings"
 
 	sigsjson "sigs.k8s.io/json"
@@ -89,7 +89,7 @@ func ParseRequestData(media string, data []byte) (RequestData, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
+		slices.Sort(unknown)
 		return d, errorf(statusBadRequest, "unknown field(s) %s: ProvisioningRequestData has %s",
 			quote.Truncate(quoteAll(unknown), 300), strings.Join(dataFields, ", "))
 	}

@@ -8,10 +8,11 @@ package selector
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -114,12 +115,7 @@ func errorf(format string, args ...any) *Error {
 // *Error naming the first offending key in sorted order.
 func Normalize(sel Selector, reserved map[string]bool) (map[string]Value, error) {
 	out := make(map[string]Value, len(sel))
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // report problems in a stable order
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(sel)) { // report problems in a stable order
 		if !IsFieldName(k) {
 			return nil, errorf("selector key %s is not a NetBox custom field name (lowercase letters, digits, underscores)", quoteKey(k))
 		}
