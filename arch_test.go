@@ -59,6 +59,11 @@ var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "handler
 // it serves and the live API access it shares with the chain.
 var hostsMayUse = []string{"handlers/spec", "handlers/kube"}
 
+// shared is the infrastructure both API clients and the leaves use (token files, redirects, backoff, text
+// and JSON helpers): it imports nothing of ours outside shared and no k8s.io module, so it adds no arrow
+// (netbox stays free of Kubernetes, a leaf stays pure).
+const shared = "internal"
+
 // alone import nothing of ours either: the leaves, and the NetBox simulator, which shares no code with the
 // client it answers (both sides agreeing by construction would hide a wire bug).
 var alone = append([]string{"netbox/netboxsim"}, leaves...)
@@ -78,12 +83,15 @@ func importViolations(pkgs []goPackage) []string {
 		single := slices.Contains(alone, me)
 		for _, imp := range p.Imports {
 			them, ours := rel(imp)
+			infra := ours && under(them, shared)
 			switch {
-			case single && ours:
-				flag(p, imp, "a leaf package (or the simulator) imports nothing of ours")
-			case under(me, "framework") && ours && !under(them, "framework"):
+			case under(me, shared) && ours && !infra:
+				flag(p, imp, "the shared infrastructure (internal/) imports nothing of ours outside it")
+			case single && ours && !(leaf && infra):
+				flag(p, imp, "a leaf package imports nothing of ours but internal/ (the simulator nothing at all)")
+			case under(me, "framework") && ours && !under(them, "framework") && !infra:
 				flag(p, imp, "framework knows no O2IMS, chain, NBI or inventory package")
-			case under(me, "netbox") && ours && !under(them, "netbox"):
+			case under(me, "netbox") && ours && !under(them, "netbox") && !infra:
 				flag(p, imp, "netbox is the inventory client only: it knows no framework, chain or NBI")
 			case under(me, "handlers") && ours && under(them, "nbi"):
 				flag(p, imp, "the chain never depends on the northbound API")
@@ -109,6 +117,9 @@ func importViolations(pkgs []goPackage) []string {
 		}
 		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") }); under(me, "netbox") && i >= 0 {
 			flag(p, p.Deps[i]+" (directly or not)", "netbox never talks to Kubernetes")
+		}
+		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") }); under(me, shared) && i >= 0 {
+			flag(p, p.Deps[i]+" (directly or not)", "internal/ is shared with netbox and the leaves: no Kubernetes")
 		}
 	}
 	return bad
@@ -293,6 +304,9 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "api/external", imports: []string{m("api/v1alpha1")}},
 			{pkg: "framework", imports: []string{m("api/v1alpha1")}},
 			{pkg: "netbox", imports: []string{m("api/external")}},
+			{pkg: "internal/bearer", imports: []string{m("framework")}},
+			{pkg: "internal/bearer", deps: []string{"k8s.io/apimachinery/pkg/util/wait"}},
+			{pkg: "netbox/netboxsim", imports: []string{m("internal/bearer")}},
 		} {
 			got := importViolations([]goPackage{{ImportPath: m(c.pkg), Imports: c.imports, Deps: c.deps}})
 			assert.Len(t, got, 1, "%s → %v %v", c.pkg, c.imports, c.deps)
@@ -304,7 +318,9 @@ func TestImportBoundaries(t *testing.T) {
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
 			{ImportPath: m("tests/world"), Imports: []string{m("api/external")}},
-			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), "k8s.io/client-go/util/workqueue"}},
+			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), m("internal/bearer"), "k8s.io/client-go/util/workqueue"}},
+			{ImportPath: m("netbox"), Imports: []string{m("netbox/selector"), m("internal/bearer")}},
+			{ImportPath: m("nbi/query"), Imports: []string{m("internal/bearer")}},
 			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
 			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("netbox")}},
 		}))

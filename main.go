@@ -24,6 +24,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
+	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -294,8 +295,9 @@ const netboxStartupPatience = 2 * time.Minute
 // timeouts, transport) with a capped backoff until patience runs out.
 func checkNetBox(ctx context.Context, check func(context.Context) error, patience time.Duration, log *zap.Logger) error {
 	deadline := time.Now().Add(patience)
-	delay := time.Second
-	for {
+	wait := backoff.Exponential{Base: time.Second, Max: 15 * time.Second}
+	for attempt := 0; ; attempt++ {
+		delay := wait.Delay(attempt)
 		err := check(ctx)
 		var nbErr *netbox.Error
 		if err == nil || !errors.As(err, &nbErr) || !nbErr.Retryable || time.Now().Add(delay).After(deadline) {
@@ -308,7 +310,6 @@ func checkNetBox(ctx context.Context, check func(context.Context) error, patienc
 			return err
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 15*time.Second)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
+	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 )
 
 // controller drives one watched resource: its informer feeds a rate-limited queue of object keys, and
@@ -297,17 +298,10 @@ func (c *controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// backoffFor predicts the delay AddRateLimited will apply (for the progress record's "delayed").
+// backoffFor predicts the delay AddRateLimited will apply (for the progress record's "delayed"): the
+// workqueue's exponential limiter waits BackoffBase·2ⁿ after n requeues, capped at BackoffMax.
 func (c *controller) backoffFor(key string) time.Duration {
-	n := c.queue.NumRequeues(key)
-	d := c.op.opts.BackoffBase
-	for i := 0; i < n && d < c.op.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	if d > c.op.opts.BackoffMax {
-		d = c.op.opts.BackoffMax
-	}
-	return d
+	return backoff.Exponential{Base: c.op.opts.BackoffBase, Max: c.op.opts.BackoffMax}.Delay(c.queue.NumRequeues(key))
 }
 
 // relatedHandler wakes owners when a related object changes.

@@ -7,13 +7,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 )
 
 // ErrRedirectRefused is returned when the API server (or something posing as it) answers with a redirect:
@@ -111,9 +112,10 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	// A token file (in-cluster projected token, kubeconfig tokenFile) is re-read whenever it changes, so a
 	// rotated token is used on the very next request instead of after client-go's one-minute cache.
 	if cfg.BearerTokenFile != "" {
-		src := &fileToken{path: cfg.BearerTokenFile}
-		if err := src.initial(); err != nil {
-			return nil, err
+		src := bearer.NewFile(cfg.BearerTokenFile, maxTokenFileSize)
+		// At start a missing or empty file is a configuration error; later it is a passing state.
+		if _, err := src.Read(); err != nil {
+			return nil, &ConfigError{tokenError(src, err)}
 		}
 		cfg.BearerToken, cfg.BearerTokenFile = "", ""
 		prev := cfg.WrapTransport
@@ -139,7 +141,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	watchHTTP.CheckRedirect = refuseRedirect
+	watchHTTP.CheckRedirect = bearer.RefuseRedirects(ErrRedirectRefused)
 	watchDyn, err := newPerResource(cfg, watchHTTP)
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -151,7 +153,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	httpClient.CheckRedirect = refuseRedirect
+	httpClient.CheckRedirect = bearer.RefuseRedirects(ErrRedirectRefused)
 	dyn, err := newPerResource(bounded, httpClient)
 	if err != nil {
 		return nil, &ConfigError{err}
@@ -169,21 +171,8 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, lease: lease, watch: watchDyn}, nil
 }
 
-func refuseRedirect(*http.Request, []*http.Request) error { return ErrRedirectRefused }
-
-// fileToken reads a bearer token file, again only when its size or mtime changed (kubelet swaps the
-// projected token atomically, which changes both). A file that is briefly unreadable or empty (mid-swap,
-// a remount) is not a configuration failure: the last good token is used meanwhile and the file read
-// again on the next request; with no good token yet, the error is a temporary one (retried).
-type fileToken struct {
-	path  string
-	mu    sync.Mutex
-	mod   time.Time
-	size  int64
-	value string
-	// last is the last token read successfully; kept when value is forgotten after a 401.
-	last string
-}
+// maxTokenFileSize bounds the bearer token file: a projected token is a few KiB at most.
+const maxTokenFileSize = 64 << 10
 
 // errTokenUnavailable: the token file cannot be read now and no earlier token is at hand. It is not a
 // ConfigError, so it classifies as a transport failure: retryable, nothing sent.
@@ -198,75 +187,35 @@ func (e *errTokenUnavailable) Unwrap() error { return e.err }
 func (e *errTokenUnavailable) Timeout() bool   { return false }
 func (e *errTokenUnavailable) Temporary() bool { return true }
 
-func (f *fileToken) token() (string, error) {
-	tok, err := f.read()
-	if err == nil {
-		return tok, nil
+// tokenError words why the token file gave no token.
+func tokenError(f *bearer.File, err error) error {
+	if errors.Is(err, bearer.ErrEmpty) || errors.Is(err, bearer.ErrTooLarge) || errors.Is(err, bearer.ErrNotToken) {
+		return fmt.Errorf("the bearer token file %s %w", f.Path(), err)
 	}
-	f.mu.Lock()
-	last := f.last
-	f.mu.Unlock()
-	if last != "" {
-		return last, nil
-	}
-	return "", &errTokenUnavailable{err}
+	return fmt.Errorf("reading the bearer token file: %w", err)
 }
 
-// initial reads the token at start: a missing or empty file then is a configuration error.
-func (f *fileToken) initial() error {
-	if _, err := f.read(); err != nil {
-		return &ConfigError{err}
-	}
-	return nil
-}
-
-func (f *fileToken) read() (string, error) {
-	fi, err := os.Stat(f.path)
-	if err != nil {
-		return "", fmt.Errorf("reading the bearer token file: %w", err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.value != "" && fi.ModTime().Equal(f.mod) && fi.Size() == f.size {
-		return f.value, nil
-	}
-	b, err := os.ReadFile(f.path)
-	if err != nil {
-		return "", fmt.Errorf("reading the bearer token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("the bearer token file %s is empty", f.path)
-	}
-	f.value, f.last, f.mod, f.size = tok, tok, fi.ModTime(), fi.Size()
-	return tok, nil
-}
-
+// tokenTransport sets the token of a bearer.File (re-read when the file changes, the last good one kept
+// while it is briefly unreadable) on every request.
 type tokenTransport struct {
-	src  *fileToken
+	src  *bearer.File
 	next http.RoundTripper
 }
 
 func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, err := t.src.token()
+	tok, err := t.src.Token()
 	if err != nil {
 		// No request is sent without a token: retried, as any failure to reach the server.
-		return nil, err
+		return nil, &errTokenUnavailable{tokenError(t.src, err)}
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := t.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
-		// Forget the cached token so a file rewritten within the mtime granularity is still picked up.
-		t.src.forget()
+		// Re-read the file next time, so one rewritten within the mtime granularity is still picked up.
+		t.src.Forget()
 	}
 	return resp, err
-}
-
-func (f *fileToken) forget() {
-	f.mu.Lock()
-	f.value = ""
-	f.mu.Unlock()
 }
 
 // countingTransport feeds rest_client_requests_by_resource_total.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -39,7 +40,7 @@ func TestUnreadableTokenFileUsesTheLastGoodTokenAndIsNeverAConfigFailure(t *test
 	assert.NoError(t, err, "an empty token file failed the call although a good token was at hand")
 
 	// No good token ever read (the file vanished right after start): retryable, not a config failure.
-	src := &fileToken{path: filepath.Join(t.TempDir(), "missing")}
+	src := bearer.NewFile(filepath.Join(t.TempDir(), "missing"), 4096)
 	rt := &tokenTransport{src: src, next: nil}
 	restCfg := &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: srv.CAFile},
 		WrapTransport: func(next http.RoundTripper) http.RoundTripper { rt.next = next; return rt }}

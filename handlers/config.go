@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config is the chain's configuration, read from the Python image's environment with its defaults.
@@ -71,13 +72,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return cfg, fmt.Errorf("CLUSTER_API_VERSION %q must be v1beta1 or v1beta2 (or unset to detect)", cfg.ClusterAPIVersion)
 	}
-	for name, v := range map[string]string{
-		"UPSTREAM_PKG_REPO": cfg.UpstreamRepo, "DOWNSTREAM_PKG_REPO": cfg.DownstreamRepo,
-		"PACKAGEVARIANT_NAMESPACE": cfg.PackageVariantNamespace, "CLUSTER_NAMESPACE": cfg.ClusterNamespace,
-		"METAL3_NAMESPACE": cfg.Metal3Namespace, "BMC_CREDENTIALS_NAMESPACE": cfg.CredentialsNamespace,
+	// Porch repositories are objects (DNS-1123 subdomain names); namespaces are DNS-1123 labels. A bad
+	// one would otherwise surface only as a failed write per request.
+	for _, n := range []struct {
+		env, value string
+		check      func(string) []string
+	}{
+		{"UPSTREAM_PKG_REPO", cfg.UpstreamRepo, validation.IsDNS1123Subdomain},
+		{"DOWNSTREAM_PKG_REPO", cfg.DownstreamRepo, validation.IsDNS1123Subdomain},
+		{"PACKAGEVARIANT_NAMESPACE", cfg.PackageVariantNamespace, validation.IsDNS1123Label},
+		{"CLUSTER_NAMESPACE", cfg.ClusterNamespace, validation.IsDNS1123Label},
+		{"METAL3_NAMESPACE", cfg.Metal3Namespace, validation.IsDNS1123Label},
+		{"BMC_CREDENTIALS_NAMESPACE", cfg.CredentialsNamespace, validation.IsDNS1123Label},
 	} {
-		if strings.ContainsAny(v, " /\t\n") {
-			return cfg, fmt.Errorf("%s %q is not a valid name", name, v)
+		if errs := n.check(n.value); len(errs) > 0 {
+			return cfg, fmt.Errorf("%s %q is not a valid name: %s", n.env, n.value, strings.Join(errs, "; "))
 		}
 	}
 	return cfg, nil

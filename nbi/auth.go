@@ -15,6 +15,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -36,15 +37,18 @@ type authenticator struct {
 	timeout time.Duration
 	log     *zap.Logger
 
-	mu     sync.Mutex
-	now    func() time.Time // under mu: tests move it
-	users  map[[32]byte]cachedUser
-	grants map[grantKey]time.Time
+	mu  sync.Mutex
+	now func() time.Time // under mu: tests move it
+	// users (token hash → authnv1.UserInfo) and grants (grantKey → struct{}) hold successes for
+	// reviewTTL, at most reviewCacheLimit each, least recently used out first.
+	users, grants *cache.LRUExpireCache
 }
 
-type cachedUser struct {
-	user    authnv1.UserInfo
-	expires time.Time
+// Now is the caches' clock: a.now, which tests move.
+func (a *authenticator) Now() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.now()
 }
 
 type grantKey struct {
@@ -53,10 +57,10 @@ type grantKey struct {
 }
 
 func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger) *authenticator {
-	return &authenticator{
-		kube: kube, timeout: timeout, log: log, now: time.Now,
-		users: map[[32]byte]cachedUser{}, grants: map[grantKey]time.Time{},
-	}
+	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now}
+	a.users = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
+	a.grants = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
+	return a
 }
 
 // authorize checks the request's bearer token and, when verb is set, that its user may perform verb on
@@ -90,12 +94,8 @@ func unauthorized(message string) *problem {
 }
 
 func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token string) (authnv1.UserInfo, error) {
-	a.mu.Lock()
-	now := a.now()
-	c, ok := a.users[key]
-	a.mu.Unlock()
-	if ok && now.Before(c.expires) {
-		return c.user, nil
+	if u, ok := a.users.Get(key); ok {
+		return u.(authnv1.UserInfo), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
@@ -108,19 +108,13 @@ func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token st
 		a.log.Debug("bearer token refused", zap.String("reason", review.Status.Error))
 		return authnv1.UserInfo{}, unauthorized("the bearer token is not valid")
 	}
-	a.mu.Lock()
-	put(a.users, key, cachedUser{review.Status.User, now.Add(reviewTTL)}, func(c cachedUser) time.Time { return c.expires }, now)
-	a.mu.Unlock()
+	a.users.Add(key, review.Status.User, reviewTTL)
 	return review.Status.User, nil
 }
 
 func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.UserInfo, verb, name string) error {
 	gk := grantKey{key, verb, name}
-	a.mu.Lock()
-	now := a.now()
-	exp, ok := a.grants[gk]
-	a.mu.Unlock()
-	if ok && now.Before(exp) {
+	if _, ok := a.grants.Get(gk); ok {
 		return nil
 	}
 	extra := make(map[string]authzv1.ExtraValue, len(user.Extra))
@@ -150,9 +144,7 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 		return newProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
 			user.Username, verb, v1alpha1.Group)
 	}
-	a.mu.Lock()
-	put(a.grants, gk, now.Add(reviewTTL), func(t time.Time) time.Time { return t }, now)
-	a.mu.Unlock()
+	a.grants.Add(gk, struct{}{}, reviewTTL)
 	return nil
 }
 
@@ -167,24 +159,4 @@ func reviewFailed(kind string, err error) *problem {
 	}
 	return newProblem(http.StatusBadGateway, "the caller could not be authenticated: the Kubernetes API server did not answer a %s", kind).
 		withCause(errors.Join(errors.New(kind), err))
-}
-
-// put stores v under k in a cache bounded to reviewCacheLimit: when full, expired entries go first, then
-// whichever entries the map yields until an eighth is free, so the sweep is paid once per many inserts
-// (an evicted caller is simply reviewed again).
-func put[K comparable, V any](m map[K]V, k K, v V, expires func(V) time.Time, now time.Time) {
-	if len(m) >= reviewCacheLimit {
-		for key, val := range m {
-			if !now.Before(expires(val)) {
-				delete(m, key)
-			}
-		}
-		for key := range m {
-			if len(m) < reviewCacheLimit-reviewCacheLimit/8 {
-				break
-			}
-			delete(m, key)
-		}
-	}
-	m[k] = v
 }

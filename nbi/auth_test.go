@@ -2,13 +2,17 @@ package nbi
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,22 +23,6 @@ import (
 func withKubernetesAuth(c *Config) { c.Auth = AuthKubernetes }
 
 func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }
-
-// eventuallyAs polls a GET sent with token until cond holds (RBAC and the informer follow a moment later).
-func (e *env) eventuallyAs(token, path string, cond func(*exchange) bool, what string) *exchange {
-	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		x := e.do(http.MethodGet, path, nil, bearer(token)...)
-		if cond(x) {
-			return x
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s never happened; last answer %d: %s", what, x.code(), x.body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func status(code int) func(*exchange) bool { return func(x *exchange) bool { return x.code() == code } }
 
@@ -184,19 +172,24 @@ func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 }
 
 func TestTheReviewCacheIsBounded(t *testing.T) {
+	a := newAuthenticator(nil, time.Second, zap.NewNop())
 	now := time.Now()
-	m := map[int]time.Time{}
+	a.now = func() time.Time { return now }
 	for i := 0; i < reviewCacheLimit*2; i++ {
-		put(m, i, now.Add(time.Minute), func(t time.Time) time.Time { return t }, now)
+		a.users.Add(sha256.Sum256([]byte(strconv.Itoa(i))), authnv1.UserInfo{Username: strconv.Itoa(i)}, reviewTTL)
+		a.grants.Add(grantKey{verb: "get", name: strconv.Itoa(i)}, struct{}{}, reviewTTL)
 	}
-	require.LessOrEqual(t, len(m), reviewCacheLimit)
-	// Expired entries go first.
-	m = map[int]time.Time{}
-	for i := 0; i < reviewCacheLimit; i++ {
-		put(m, i, now.Add(-time.Second), func(t time.Time) time.Time { return t }, now)
-	}
-	put(m, -1, now.Add(time.Minute), func(t time.Time) time.Time { return t }, now)
-	require.Equal(t, map[int]time.Time{-1: now.Add(time.Minute)}, m)
+	require.LessOrEqual(t, len(a.users.Keys()), reviewCacheLimit)
+	require.LessOrEqual(t, len(a.grants.Keys()), reviewCacheLimit)
+	last := sha256.Sum256([]byte(strconv.Itoa(reviewCacheLimit*2 - 1)))
+	_, ok := a.users.Get(last)
+	require.True(t, ok, "the newest entry is kept")
+	// Past the TTL nothing is served, however recently it was used.
+	a.mu.Lock()
+	a.now = func() time.Time { return now.Add(reviewTTL + time.Second) }
+	a.mu.Unlock()
+	_, ok = a.users.Get(last)
+	require.False(t, ok)
 }
 
 func TestKubernetesAuthNeedsAClient(t *testing.T) {

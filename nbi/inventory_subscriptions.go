@@ -1,8 +1,6 @@
 package nbi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -12,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // maxSubscriptionBody bounds a subscription POST: a callback, a filter and two ids.
@@ -86,13 +85,9 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		return newProblem(http.StatusRequestEntityTooLarge, "a subscription is at most %d bytes", maxSubscriptionBody)
 	}
 	var sub inventory.Subscription
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sub); err != nil {
+	// Strict: an unknown or duplicate field, or a second JSON value, is refused.
+	if err := query.DecodeJSON(data, &sub); err != nil {
 		return newProblem(http.StatusBadRequest, "the body is not a Subscription: %v", err)
-	}
-	if dec.More() {
-		return newProblem(http.StatusBadRequest, "the body holds more than one JSON value")
 	}
 	if err := sub.Validate(); err != nil {
 		return newProblem(http.StatusBadRequest, "%v", err)

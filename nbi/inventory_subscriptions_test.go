@@ -70,6 +70,9 @@ func TestSubscriptionsAreStoredAsConfigMapsAndValidated(t *testing.T) {
 		{`{"callback":"https://smo.example.com/","subscriptionId":"65221564-8b05-416a-bfc3-c250bc64e1aa"}`, "readOnly"},
 		{`{"callback":"https://smo.example.com/","extra":1}`, "unknown field"},
 		{`[`, "not a Subscription"},
+		{`{"callback":"https://smo.example.com/","callback":"https://elsewhere.example.com/"}`, `duplicate field "callback"`},
+		{`{"Callback":"https://smo.example.com/"}`, `unknown field "Callback"`},
+		{`{"callback":"https://smo.example.com/"} {}`, "after top-level value"},
 	} {
 		x := se.send(http.MethodPost, subsPath, []byte(c.body))
 		require.Equal(t, http.StatusBadRequest, x.code(), c.body)

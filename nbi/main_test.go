@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
@@ -299,17 +300,27 @@ func (e *env) setStatus(id string, status map[string]any) *unstructured.Unstruct
 // eventually polls the named GET until cond holds (the informer follows the API server a moment later).
 func (e *env) eventually(path string, cond func(*exchange) bool, what string) *exchange {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		x := e.do(http.MethodGet, path, nil)
-		if cond(x) {
-			return x
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s never happened; last answer %d: %s", what, x.code(), x.body)
-		}
-		time.Sleep(20 * time.Millisecond)
+	return e.eventuallyAs("", path, cond, what)
+}
+
+// eventuallyAs is eventually with a bearer token ("" for none): RBAC follows a moment later, too.
+// Polled on the test's goroutine; on timeout the last answer is shown.
+func (e *env) eventuallyAs(token, path string, cond func(*exchange) bool, what string) *exchange {
+	e.t.Helper()
+	var headers []string
+	if token != "" {
+		headers = bearer(token)
 	}
+	var x *exchange
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) {
+			x = e.do(http.MethodGet, path, nil, headers...)
+			return cond(x), nil
+		})
+	if err != nil {
+		e.t.Fatalf("%s never happened; last answer %d: %s", what, x.code(), x.body)
+	}
+	return x
 }
 
 func (e *env) waitCached(id string) *exchange {

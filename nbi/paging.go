@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -43,9 +44,5 @@ func nextLink(u *url.URL, order []queryParam, marker string) string {
 	return fmt.Sprintf("<%s?%s>; rel=\"next\"", u.EscapedPath(), q.String())
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+// truncate shortens a value quoted back in a ProblemDetails (internal/text: by runes, never inside one).
+func truncate(s string, n int) string { return quote.Truncate(s, n) }

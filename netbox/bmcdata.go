@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // Metal3 BMC address schemes (baremetal-operator pkg/hardwareutils/bmc):
@@ -85,7 +87,7 @@ func bmcAddressProblem(addr string, notText bool) string {
 		}
 	}
 	if !knownBMCScheme(u.Scheme) {
-		return "BMC address type " + strconv.Quote(truncateRunes(u.Scheme, 40)) + " is not supported by Metal3"
+		return "BMC address type " + strconv.Quote(quote.Truncate(u.Scheme, 40)) + " is not supported by Metal3"
 	}
 	if u.User != nil {
 		return "BMC address must not embed credentials"

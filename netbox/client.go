@@ -14,6 +14,8 @@ import (
 	nb "github.com/netbox-community/go-netbox/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // minVersion is the oldest NetBox the client accepts: ETag/If-Match on the
@@ -65,7 +67,7 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	tokens := &tokenSource{path: cfg.TokenFile}
+	tokens := newTokenSource(cfg.TokenFile)
 	if _, err := tokens.token(); err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (c *Client) Check(ctx context.Context) error {
 	}
 	got, ok := parseVersion(v)
 	if !ok {
-		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", truncateRunes(v, 40))}
+		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", quote.Truncate(v, 40))}
 	}
 	if compareVersion(got, minVersion) < 0 {
 		return &Error{Kind: KindUnsupported, Op: "check", Err: fmt.Errorf(
@@ -128,7 +130,10 @@ func (c *Client) Check(ctx context.Context) error {
 var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
 
 // parseVersion reads major.minor[.patch] and ignores suffixes such as -beta1
-// or -Docker-3.3.0.
+// or -Docker-3.3.0. (Not apimachinery's util/version: netbox depends on no
+// k8s.io module. Not golang.org/x/mod/semver either: it reads "-Docker-3.3.0"
+// as a pre-release, so netbox-docker's "4.6.0-Docker-3.3.0" would sort below
+// the 4.6.0 it is.)
 func parseVersion(s string) ([3]int, bool) {
 	m := versionRE.FindStringSubmatch(s)
 	if m == nil {

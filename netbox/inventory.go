@@ -63,33 +63,91 @@ func (c *Client) ListInventoryDevices(ctx context.Context, since time.Time, pool
 	if poolOnly {
 		q.Set("cf_"+c.cfg.Fields.Managed, "true")
 	}
-	var out []InventoryDevice
-	offset := int32(0)
-	for page := 0; page < c.maxPages; page++ {
+	return listPages(c, "device", func(offset int32) ([]InventoryDevice, *string, error) {
 		rctx := withRequestOptions(ctx, requestOptions{op: "list_inventory_devices", query: q})
 		req := c.api.DcimAPI.DcimDevicesList(rctx).Limit(inventoryPage).Offset(offset)
 		if !since.IsZero() {
 			req = req.LastUpdatedGte([]time.Time{since})
 		}
 		res, resp, err := req.Execute()
-		var next *string
-		switch {
-		case err == nil:
-			next = res.Next.Get()
+		var out []InventoryDevice
+		if err == nil {
 			for i := range res.Results {
 				out = append(out, c.inventoryDevice(&res.Results[i]))
 			}
-		default:
-			body, ok := undecodedBody(resp, err)
-			var lp lenientPage[lenientInventoryDevice]
-			if !ok || decodeLenient(body, &lp) != nil || lp.Results == nil {
-				return nil, c.toError("inventory", resp, err, false)
-			}
-			next = lp.Next
-			for i := range lp.Results {
-				out = append(out, c.inventoryDeviceLenient(&lp.Results[i]))
-			}
+			return out, res.Next.Get(), nil
 		}
+		body, ok := undecodedBody(resp, err)
+		var lp lenientPage[lenientInventoryDevice]
+		if !ok || decodeLenient(body, &lp) != nil || lp.Results == nil {
+			return nil, nil, c.toError("inventory", resp, err, false)
+		}
+		for i := range lp.Results {
+			out = append(out, c.inventoryDeviceLenient(&lp.Results[i]))
+		}
+		return out, lp.Next, nil
+	})
+}
+
+// ListInventorySites lists the sites changed at or after since (every site when since is zero).
+func (c *Client) ListInventorySites(ctx context.Context, since time.Time) ([]InventorySite, error) {
+	return listPages(c, "site", func(offset int32) ([]InventorySite, *string, error) {
+		rctx := withRequestOptions(ctx, requestOptions{op: "list_sites", query: url.Values{"ordering": {"id"}}})
+		req := c.api.DcimAPI.DcimSitesList(rctx).Limit(inventoryPage).Offset(offset)
+		if !since.IsZero() {
+			req = req.LastUpdatedGte([]time.Time{since})
+		}
+		res, resp, err := req.Execute()
+		if err != nil {
+			return nil, nil, c.toError("inventory", resp, err, false)
+		}
+		var out []InventorySite
+		for _, s := range res.Results {
+			site := InventorySite{ID: s.Id, Name: s.Name, Slug: s.Slug, Description: s.GetDescription(), LastUpdated: nullTime(s.LastUpdated)}
+			if r := s.Region.Get(); r != nil {
+				site.Region = r.Name
+			}
+			out = append(out, site)
+		}
+		return out, res.Next.Get(), nil
+	})
+}
+
+// ListInventoryDeviceTypes lists the device types changed at or after since (all when since is zero).
+func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) ([]InventoryDeviceType, error) {
+	return listPages(c, "device type", func(offset int32) ([]InventoryDeviceType, *string, error) {
+		rctx := withRequestOptions(ctx, requestOptions{op: "list_device_types", query: url.Values{"ordering": {"id"}}})
+		req := c.api.DcimAPI.DcimDeviceTypesList(rctx).Limit(inventoryPage).Offset(offset)
+		if !since.IsZero() {
+			req = req.LastUpdatedGte([]time.Time{since})
+		}
+		res, resp, err := req.Execute()
+		if err != nil {
+			return nil, nil, c.toError("inventory", resp, err, false)
+		}
+		var out []InventoryDeviceType
+		for _, t := range res.Results {
+			out = append(out, InventoryDeviceType{
+				ID: t.Id, Model: t.Model, Manufacturer: t.Manufacturer.Name, PartNumber: t.GetPartNumber(),
+				Description: t.GetDescription(), LastUpdated: nullTime(t.LastUpdated),
+			})
+		}
+		return out, res.Next.Get(), nil
+	})
+}
+
+// listPages follows NetBox's offset paging of one inventory listing: page(offset) returns a page's rows
+// and its next link (nil on the last page). A next link that does not advance, or more than maxPages
+// pages, is a protocol error: the listing would never end.
+func listPages[T any](c *Client, what string, page func(offset int32) ([]T, *string, error)) ([]T, error) {
+	var out []T
+	offset := int32(0)
+	for range c.maxPages {
+		rows, next, err := page(offset)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
 		if next == nil {
 			return out, nil
 		}
@@ -99,72 +157,7 @@ func (c *Client) ListInventoryDevices(ctx context.Context, since time.Time, pool
 		}
 	}
 	c.metrics.apiError("protocol")
-	return nil, newError(KindProtocol, "inventory", "device list does not end")
-}
-
-// ListInventorySites lists the sites changed at or after since (every site when since is zero).
-func (c *Client) ListInventorySites(ctx context.Context, since time.Time) ([]InventorySite, error) {
-	var out []InventorySite
-	offset := int32(0)
-	for page := 0; page < c.maxPages; page++ {
-		rctx := withRequestOptions(ctx, requestOptions{op: "list_sites", query: url.Values{"ordering": {"id"}}})
-		req := c.api.DcimAPI.DcimSitesList(rctx).Limit(inventoryPage).Offset(offset)
-		if !since.IsZero() {
-			req = req.LastUpdatedGte([]time.Time{since})
-		}
-		res, resp, err := req.Execute()
-		if err != nil {
-			return nil, c.toError("inventory", resp, err, false)
-		}
-		for _, s := range res.Results {
-			site := InventorySite{ID: s.Id, Name: s.Name, Slug: s.Slug, Description: s.GetDescription(), LastUpdated: nullTime(s.LastUpdated)}
-			if r := s.Region.Get(); r != nil {
-				site.Region = r.Name
-			}
-			out = append(out, site)
-		}
-		next := res.Next.Get()
-		if next == nil {
-			return out, nil
-		}
-		if offset, err = nextOffset(*next, offset); err != nil {
-			c.metrics.apiError("protocol")
-			return nil, &Error{Kind: KindProtocol, Op: "inventory", Err: err}
-		}
-	}
-	return nil, newError(KindProtocol, "inventory", "site list does not end")
-}
-
-// ListInventoryDeviceTypes lists the device types changed at or after since (all when since is zero).
-func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) ([]InventoryDeviceType, error) {
-	var out []InventoryDeviceType
-	offset := int32(0)
-	for page := 0; page < c.maxPages; page++ {
-		rctx := withRequestOptions(ctx, requestOptions{op: "list_device_types", query: url.Values{"ordering": {"id"}}})
-		req := c.api.DcimAPI.DcimDeviceTypesList(rctx).Limit(inventoryPage).Offset(offset)
-		if !since.IsZero() {
-			req = req.LastUpdatedGte([]time.Time{since})
-		}
-		res, resp, err := req.Execute()
-		if err != nil {
-			return nil, c.toError("inventory", resp, err, false)
-		}
-		for _, t := range res.Results {
-			out = append(out, InventoryDeviceType{
-				ID: t.Id, Model: t.Model, Manufacturer: t.Manufacturer.Name, PartNumber: t.GetPartNumber(),
-				Description: t.GetDescription(), LastUpdated: nullTime(t.LastUpdated),
-			})
-		}
-		next := res.Next.Get()
-		if next == nil {
-			return out, nil
-		}
-		if offset, err = nextOffset(*next, offset); err != nil {
-			c.metrics.apiError("protocol")
-			return nil, &Error{Kind: KindProtocol, Op: "inventory", Err: err}
-		}
-	}
-	return nil, newError(KindProtocol, "inventory", "device type list does not end")
+	return nil, newError(KindProtocol, "inventory", "%s list does not end", what)
 }
 
 func nullTime(t nb.NullableTime) time.Time {

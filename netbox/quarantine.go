@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // QuarantineReason is why a device was set to failed. It is a metric label.
@@ -44,7 +46,7 @@ const maxChangelog = 200
 // An administrator fixes the data and sets the device staged again.
 func (c *Client) Quarantine(ctx context.Context, d *Device, reason QuarantineReason, message string) error {
 	if !reason.Valid() {
-		return newError(KindInvalid, "quarantine", "unknown quarantine reason %q", truncateRunes(string(reason), 40))
+		return newError(KindInvalid, "quarantine", "unknown quarantine reason %q", quote.Truncate(string(reason), 40))
 	}
 	if d == nil || d.ETag == "" {
 		return newError(KindInvalid, "quarantine", "the device must come from GetDevice (it carries the ETag)")

@@ -4,7 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 var (
@@ -30,7 +31,7 @@ func sanitizeText(s string, max int) string {
 		return r
 	}, s)
 	s = strings.Join(strings.Fields(s), " ")
-	return truncateRunes(s, max)
+	return quote.Truncate(s, max)
 }
 
 // sanitizeMessage is sanitizeText plus removal of URLs and credentials, for
@@ -40,14 +41,6 @@ func sanitizeMessage(s string, max int) string {
 	s = urlFragment.ReplaceAllString(s, "[address]")
 	s = userInfo.ReplaceAllString(s, "[redacted]")
 	return sanitizeText(s, max)
-}
-
-func truncateRunes(s string, max int) string {
-	if max <= 0 || utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
 }
 
 // redactSecret removes an exact secret (the current token) from s.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -81,12 +81,7 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value)
 	check(fixed.BMCAddress, "BMC address", []string{"text", "url"}, "")
 	check(fixed.BootMAC, "boot MAC", []string{"text"}, "")
 
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		f, ok := fields[k]
 		if !ok || !f.onDevice() {
 			problems = append(problems, fmt.Sprintf("selector key %s: no such custom field on dcim.device", k))

@@ -9,13 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
+	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 )
 
 // go-netbox's request builders know neither cf_* filters nor If-Match nor
@@ -52,8 +54,6 @@ func requestOptionsFrom(ctx context.Context) *requestOptions {
 // errRedirectRefused: a redirect would resend the token to a place nobody
 // configured (and NetBox's API does not redirect on valid URLs).
 var errRedirectRefused = errors.New("NetBox answered with a redirect, which is refused (check NETBOX_URL)")
-
-func refuseRedirect(*http.Request, []*http.Request) error { return errRedirectRefused }
 
 type requestTransport struct{ next http.RoundTripper }
 
@@ -118,14 +118,10 @@ func defaultRetryPolicy() retryPolicy {
 	return retryPolicy{attempts: 4, base: 250 * time.Millisecond, max: 4 * time.Second}
 }
 
+// backoff is the wait after attempt (1 = the first): doubling from base, capped, with ±10% jitter so
+// that many reconcilers do not retry in lockstep.
 func (p retryPolicy) backoff(attempt int) time.Duration {
-	d := p.base << (attempt - 1)
-	if d <= 0 || d > p.max {
-		d = p.max
-	}
-	// ±20% jitter so that many reconcilers do not retry in lockstep.
-	j := time.Duration(rand.Int64N(int64(d)/5 + 1))
-	return d - d/10 + j
+	return backoff.Exponential{Base: p.base, Max: p.max, Jitter: 0.2}.Delay(attempt - 1)
 }
 
 type retryTransport struct {
@@ -245,6 +241,9 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.metrics.apiError(label)
 	}
 	t.metrics.reached(resp.StatusCode < 500)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		t.tokens.refused()
+	}
 	// The attempt's deadline must also cover reading the body.
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
@@ -295,7 +294,7 @@ func newHTTPClient(cfg Config, tokens *tokenSource, m *metrics, policy *retryPol
 		policy: policy,
 		next:   &attemptTransport{next: base, timeout: cfg.Timeout, tokens: tokens, metrics: m},
 	}}
-	return &http.Client{Transport: chain, CheckRedirect: refuseRedirect}, nil
+	return &http.Client{Transport: chain, CheckRedirect: bearer.RefuseRedirects(errRedirectRefused)}, nil
 }
 
 // tlsConfig: system roots plus an optional PEM bundle, TLS ≥ 1.2.

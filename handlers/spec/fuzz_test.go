@@ -1,12 +1,12 @@
 package spec
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 // A request spec is whatever a client wrote (templateParameters is free-form): parsing it must never panic,
@@ -89,34 +89,9 @@ func asFloats(raw string) (map[string]any, bool) {
 	return spec, json.Unmarshal([]byte(raw), &spec) == nil
 }
 
-// asIntegers decodes as unstructured objects hold JSON: integers that fit as int64, other numbers float64.
+// asIntegers decodes as unstructured objects hold JSON (sigs.k8s.io/json, as the API machinery
+// decodes): integers that fit as int64, other numbers float64.
 func asIntegers(raw string) (map[string]any, bool) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.UseNumber()
 	var spec map[string]any
-	if dec.Decode(&spec) != nil {
-		return nil, false
-	}
-	var conv func(v any) any
-	conv = func(v any) any {
-		switch t := v.(type) {
-		case json.Number:
-			if i, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
-				return i
-			}
-			f, _ := t.Float64()
-			return f
-		case map[string]any:
-			for k, e := range t {
-				t[k] = conv(e)
-			}
-		case []any:
-			for i, e := range t {
-				t[i] = conv(e)
-			}
-		}
-		return v
-	}
-	conv(spec)
-	return spec, true
+	return spec, sigsjson.UnmarshalCaseSensitivePreserveInts([]byte(raw), &spec) == nil
 }

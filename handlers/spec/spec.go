@@ -9,9 +9,10 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // The bounds on hosts. Everything the chain does for a request is proportional to the hosts it asks for
@@ -101,7 +102,7 @@ func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 	}
 	params, ok := raw.(map[string]any)
 	if !ok {
-		return r, refuse("templateParameters", "templateParameters must be an object, got %s", jsonType(raw))
+		return r, refuse("templateParameters", "templateParameters must be an object, got %s", quote.JSONType(raw))
 	}
 	const cnField = "templateParameters.clusterName"
 	cn, ok := params["clusterName"]
@@ -109,7 +110,7 @@ func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 		return r, refuse(cnField, "clusterName is missing in template parameters")
 	}
 	if r.ClusterName, ok = cn.(string); !ok {
-		return r, refuse(cnField, "clusterName must be a string, got %s", jsonType(cn))
+		return r, refuse(cnField, "clusterName must be a string, got %s", quote.JSONType(cn))
 	}
 	// The name becomes a Cluster's name and a Porch package's: a DNS-1123 subdomain.
 	if errs := validation.IsDNS1123Subdomain(r.ClusterName); len(errs) > 0 {
@@ -118,14 +119,14 @@ func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 	if lr, present := params["labels"]; present && lr != nil {
 		lm, ok := lr.(map[string]any)
 		if !ok {
-			return r, refuse("templateParameters.labels", "labels must be an object, got %s", jsonType(lr))
+			return r, refuse("templateParameters.labels", "labels must be an object, got %s", quote.JSONType(lr))
 		}
 		r.Labels = map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(lm)) {
 			field := "templateParameters.labels." + clip(k)
 			v, ok := lm[k].(string)
 			if !ok {
-				return r, refuse(field, "labels.%s must be a string, got %s", clip(k), jsonType(lm[k]))
+				return r, refuse(field, "labels.%s must be a string, got %s", clip(k), quote.JSONType(lm[k]))
 			}
 			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 				return r, refuse(field, "labels key %q is not a valid label key: %s", clip(k), strings.Join(errs, "; "))
@@ -147,7 +148,7 @@ func Parse(spec map[string]any, reserved map[string]bool) (Request, error) {
 func parseHosts(raw any, reserved map[string]bool) ([]HostRequest, error) {
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, refuse("templateParameters.hosts", "hosts must be a list, got %s", jsonType(raw))
+		return nil, refuse("templateParameters.hosts", "hosts must be a list, got %s", quote.JSONType(raw))
 	}
 	if len(list) == 0 {
 		return nil, refuse("templateParameters.hosts", "hosts must not be empty when given")
@@ -164,7 +165,7 @@ func parseHosts(raw any, reserved map[string]bool) ([]HostRequest, error) {
 		field := "templateParameters." + at
 		m, ok := e.(map[string]any)
 		if !ok {
-			return nil, refuse(field, "%s must be an object, got %s", at, jsonType(e))
+			return nil, refuse(field, "%s must be an object, got %s", at, quote.JSONType(e))
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k != "role" && k != "count" && k != "selector" {
@@ -193,7 +194,7 @@ func parseHosts(raw any, reserved map[string]bool) ([]HostRequest, error) {
 		if sr, present := m["selector"]; present && sr != nil {
 			sm, ok := sr.(map[string]any)
 			if !ok {
-				return nil, refuse(field+".selector", "%s.selector must be an object, got %s", at, jsonType(sr))
+				return nil, refuse(field+".selector", "%s.selector must be an object, got %s", at, quote.JSONType(sr))
 			}
 			for _, k := range slices.Sorted(maps.Keys(sm)) {
 				if reserved[k] {
@@ -226,7 +227,7 @@ func scalar(v any) (any, error) {
 		}
 		return int64(t), nil
 	default:
-		return nil, fmt.Errorf("must be a string, boolean or whole number, got %s", jsonType(v))
+		return nil, fmt.Errorf("must be a string, boolean or whole number, got %s", quote.JSONType(v))
 	}
 }
 
@@ -254,7 +255,7 @@ func hostCount(v any) (int, error) {
 	case nil:
 		return 0, fmt.Errorf("is missing")
 	default:
-		return 0, fmt.Errorf("must be a whole number, got %s", jsonType(v))
+		return 0, fmt.Errorf("must be a whole number, got %s", quote.JSONType(v))
 	}
 	if n < 1 {
 		return 0, fmt.Errorf("must be at least 1, got %d", n)
@@ -272,7 +273,7 @@ func requiredString(m map[string]any, key string) (string, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", refuse(key, "%s must be a string, got %s", key, jsonType(v))
+		return "", refuse(key, "%s must be a string, got %s", key, quote.JSONType(v))
 	}
 	if strings.TrimSpace(s) == "" {
 		return "", refuse(key, "%s is empty", key)
@@ -280,36 +281,6 @@ func requiredString(m map[string]any, key string) (string, error) {
 	return s, nil
 }
 
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int32, int64, float32, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
 // clip shortens a value quoted back in a message: a reason lands in status and in an NBI answer, and a
 // caller's megabyte-long key must not be copied into either.
-func clip(s string) string {
-	const n = 100
-	if len(s) <= n {
-		return s
-	}
-	for i := n; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i] + "…"
-		}
-	}
-	return s[:n] + "…"
-}
+func clip(s string) string { return quote.Truncate(s, 100) }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -71,11 +72,11 @@ func (s *Subscription) Validate() error {
 	case s.Callback == "":
 		return &InvalidError{"callback is required: the absolute http:// or https:// URI notifications are POSTed to"}
 	case err != nil:
-		return &InvalidError{fmt.Sprintf("callback %q is not a URI: %v", truncate(s.Callback, 100), err)}
+		return &InvalidError{fmt.Sprintf("callback %q is not a URI: %v", quote.Truncate(s.Callback, 100), err)}
 	case u.Scheme != "http" && u.Scheme != "https":
-		return &InvalidError{fmt.Sprintf("callback %q must be an absolute http:// or https:// URI", truncate(s.Callback, 100))}
+		return &InvalidError{fmt.Sprintf("callback %q must be an absolute http:// or https:// URI", quote.Truncate(s.Callback, 100))}
 	case u.Host == "" || u.Hostname() == "":
-		return &InvalidError{fmt.Sprintf("callback %q has no host", truncate(s.Callback, 100))}
+		return &InvalidError{fmt.Sprintf("callback %q has no host", quote.Truncate(s.Callback, 100))}
 	case u.User != nil:
 		return &InvalidError{"callback must not carry credentials (user:password@)"}
 	case u.Fragment != "":
@@ -83,12 +84,12 @@ func (s *Subscription) Validate() error {
 	}
 	if p := u.Port(); p != "" {
 		if _, err := net.LookupPort("tcp", p); err != nil {
-			return &InvalidError{fmt.Sprintf("callback %q has an invalid port", truncate(s.Callback, 100))}
+			return &InvalidError{fmt.Sprintf("callback %q has an invalid port", quote.Truncate(s.Callback, 100))}
 		}
 	}
 	if s.ConsumerSubscriptionID != "" {
 		if id, err := uuid.Parse(s.ConsumerSubscriptionID); err != nil || id.String() != strings.ToLower(s.ConsumerSubscriptionID) {
-			return &InvalidError{fmt.Sprintf("consumerSubscriptionId %q is not a UUID", truncate(s.ConsumerSubscriptionID, 60))}
+			return &InvalidError{fmt.Sprintf("consumerSubscriptionId %q is not a UUID", quote.Truncate(s.ConsumerSubscriptionID, 60))}
 		}
 	}
 	if s.Filter != "" {
@@ -97,13 +98,6 @@ func (s *Subscription) Validate() error {
 		}
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // SubscriptionStore keeps subscriptions as ConfigMaps in one namespace.

@@ -251,17 +251,17 @@ func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Cha
 	// deleting the old.
 	switch {
 	case !had:
-		changes = v.refSiteLocked(rec.Site.ID, changes, now)
-		changes = v.refTypeLocked(rec.Type.ID, changes, now)
+		changes = refLocked(v.poolRefs, rec.Site.ID, v.rebuildSiteLocked, changes, now)
+		changes = refLocked(v.typeRefs, rec.Type.ID, v.rebuildTypeLocked, changes, now)
 	default:
 		prior = old.entry
 		if old.rec.Site.ID != rec.Site.ID {
-			changes = v.refSiteLocked(rec.Site.ID, changes, now)
-			changes = v.derefSiteLocked(old.rec.Site.ID, changes, now)
+			changes = refLocked(v.poolRefs, rec.Site.ID, v.rebuildSiteLocked, changes, now)
+			changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)
 		}
 		if old.rec.Type.ID != rec.Type.ID {
-			changes = v.refTypeLocked(rec.Type.ID, changes, now)
-			changes = v.derefTypeLocked(old.rec.Type.ID, changes, now)
+			changes = refLocked(v.typeRefs, rec.Type.ID, v.rebuildTypeLocked, changes, now)
+			changes = derefLocked(v.typeRefs, old.rec.Type.ID, v.rebuildTypeLocked, changes, now)
 		}
 	}
 	return append(changes, Change{Kind: KindResource, ID: entry.ID, Prior: prior, Post: entry, At: now})
@@ -277,45 +277,32 @@ func (v *View) removeLocked(id int32, changes []Change) []Change {
 	delete(v.byResource, old.entry.ID)
 	v.rev++
 	changes = append(changes, Change{Kind: KindResource, ID: old.entry.ID, Prior: old.entry, At: now})
-	changes = v.derefSiteLocked(old.rec.Site.ID, changes, now)
-	return v.derefTypeLocked(old.rec.Type.ID, changes, now)
+	changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)
+	return derefLocked(v.typeRefs, old.rec.Type.ID, v.rebuildTypeLocked, changes, now)
 }
 
-// refSiteLocked and refTypeLocked count a device in its site and type: the first makes the pool (and
-// O-Cloud site) or the type appear; the deref functions make them disappear with the last.
-func (v *View) refSiteLocked(site int32, changes []Change, now time.Time) []Change {
-	v.poolRefs[site]++
-	if v.poolRefs[site] == 1 {
-		changes = v.rebuildSiteLocked(site, changes, now)
+// refLocked counts a device in its site (refs = poolRefs, rebuild = rebuildSiteLocked) or its type
+// (typeRefs, rebuildTypeLocked): the first makes the pool (and O-Cloud site) or the type appear.
+func refLocked(refs map[int32]int, id int32, rebuild rebuilder, changes []Change, now time.Time) []Change {
+	refs[id]++
+	if refs[id] == 1 {
+		changes = rebuild(id, changes, now)
 	}
 	return changes
 }
 
-func (v *View) refTypeLocked(typ int32, changes []Change, now time.Time) []Change {
-	v.typeRefs[typ]++
-	if v.typeRefs[typ] == 1 {
-		changes = v.rebuildTypeLocked(typ, changes, now)
+// derefLocked is refLocked's inverse: the last device leaving makes the pool or the type disappear.
+func derefLocked(refs map[int32]int, id int32, rebuild rebuilder, changes []Change, now time.Time) []Change {
+	refs[id]--
+	if refs[id] <= 0 {
+		delete(refs, id)
+		changes = rebuild(id, changes, now)
 	}
 	return changes
 }
 
-func (v *View) derefSiteLocked(site int32, changes []Change, now time.Time) []Change {
-	v.poolRefs[site]--
-	if v.poolRefs[site] <= 0 {
-		delete(v.poolRefs, site)
-		changes = v.rebuildSiteLocked(site, changes, now)
-	}
-	return changes
-}
-
-func (v *View) derefTypeLocked(typ int32, changes []Change, now time.Time) []Change {
-	v.typeRefs[typ]--
-	if v.typeRefs[typ] <= 0 {
-		delete(v.typeRefs, typ)
-		changes = v.rebuildTypeLocked(typ, changes, now)
-	}
-	return changes
-}
+// rebuilder brings one derived object (a pool, a resource type) in line with its NetBox source.
+type rebuilder func(id int32, changes []Change, now time.Time) []Change
 
 // rebuildSiteLocked brings the pool and O-Cloud site of a NetBox site in line with its details and
 // whether any pool device is there, and records the pool's change (O-Cloud sites have no

@@ -2,17 +2,16 @@ package query
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"mime"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // Media types the API reads and writes; the reference lists both for every body.
@@ -42,10 +41,10 @@ func BodyMedia(contentType string) (string, error) {
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || (mt != MediaJSON && mt != MediaYAML) {
 		return "", errorf(statusUnsupportedMediaType,
-			"Content-Type %q is not supported: send application/json or application/yaml", truncate(contentType, 100))
+			"Content-Type %q is not supported: send application/json or application/yaml", quote.Truncate(contentType, 100))
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return "", errorf(statusUnsupportedMediaType, "charset %q is not supported: send UTF-8", truncate(cs, 40))
+		return "", errorf(statusUnsupportedMediaType, "charset %q is not supported: send UTF-8", quote.Truncate(cs, 40))
 	}
 	return mt, nil
 }
@@ -77,7 +76,7 @@ func ParseRequestData(media string, data []byte) (RequestData, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return d, errorf(statusBadRequest, "the body must be a ProvisioningRequestData object, not %s", jsonType(v))
+		return d, errorf(statusBadRequest, "the body must be a ProvisioningRequestData object, not %s", quote.JSONType(v))
 	}
 	var unknown, missing, wrong []string
 	known := map[string]bool{}
@@ -90,9 +89,9 @@ func ParseRequestData(media string, data []byte) (RequestData, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
+		slices.Sort(unknown)
 		return d, errorf(statusBadRequest, "unknown field(s) %s: ProvisioningRequestData has %s",
-			truncate(quoteAll(unknown), 300), strings.Join(dataFields, ", "))
+			quote.Truncate(quoteAll(unknown), 300), strings.Join(dataFields, ", "))
 	}
 	text := func(field string, required bool) string {
 		v, present := obj[field]
@@ -104,7 +103,7 @@ func ParseRequestData(media string, data []byte) (RequestData, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			wrong = append(wrong, fmt.Sprintf("%s must be a string, not %s", field, jsonType(v)))
+			wrong = append(wrong, fmt.Sprintf("%s must be a string, not %s", field, quote.JSONType(v)))
 		}
 		return s
 	}
@@ -116,7 +115,7 @@ func ParseRequestData(media string, data []byte) (RequestData, error) {
 	if p, present := obj["templateParameters"]; !present {
 		missing = append(missing, "templateParameters")
 	} else if d.TemplateParameters, ok = p.(map[string]any); !ok {
-		wrong = append(wrong, fmt.Sprintf("templateParameters must be an object, not %s", jsonType(p)))
+		wrong = append(wrong, fmt.Sprintf("templateParameters must be an object, not %s", quote.JSONType(p)))
 	}
 	if len(missing) > 0 {
 		return d, errorf(statusBadRequest, "missing required field(s): %s", strings.Join(missing, ", "))
@@ -139,78 +138,37 @@ func checkTemplateParameters(p map[string]any) error {
 		return fmt.Errorf("templateParameters.clusterName is required: the name of the cluster to provision")
 	}
 	if s, ok := cn.(string); !ok || s == "" {
-		return fmt.Errorf("templateParameters.clusterName must be a non-empty string, not %s", jsonType(cn))
+		return fmt.Errorf("templateParameters.clusterName must be a non-empty string, not %s", quote.JSONType(cn))
 	}
 	if l, present := p["labels"]; present {
 		if _, ok := l.(map[string]any); !ok {
-			return fmt.Errorf("templateParameters.labels must be an object, not %s", jsonType(l))
+			return fmt.Errorf("templateParameters.labels must be an object, not %s", quote.JSONType(l))
 		}
 	}
 	return nil
 }
 
-// decodeJSON reads exactly one JSON value, numbers as int64 when they are integers that fit and float64
+// DecodeJSON reads exactly one JSON value into v with sigs.k8s.io/json's strict decoding (the API
+// server's own): a duplicate key, or an unknown field of a struct, is an error; keys match
+// case-sensitively; a number in an interface becomes int64 when it is an integer that fits and float64
 // otherwise — the types an unstructured object may hold.
+func DecodeJSON(data []byte, v any) error {
+	strict, err := sigsjson.UnmarshalStrict(data, v)
+	if err != nil {
+		if syntax, _ := sigsjson.SyntaxErrorOffset(err); !syntax {
+			if _, isAny := v.(*any); isAny {
+				// Into an interface only a number can fail to convert: one beyond float64's range.
+				return fmt.Errorf("a number is out of range (%v)", err)
+			}
+		}
+		return err
+	}
+	return errors.Join(strict...)
+}
+
 func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("unexpected data after the top-level value")
-	}
-	return convertNumbers(v)
-}
-
-func convertNumbers(v any) (any, error) {
-	switch t := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
-			return i, nil
-		}
-		f, err := strconv.ParseFloat(t.String(), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("number %s is out of range", truncate(t.String(), 40))
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[k] = c
-		}
-	case []any:
-		for i, e := range t {
-			c, err := convertNumbers(e)
-			if err != nil {
-				return nil, err
-			}
-			t[i] = c
-		}
-	}
-	return v, nil
-}
-
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, float64, json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
+	return v, DecodeJSON(data, &v)
 }
 
 // Spec is the ProvisioningRequest spec the data stands for. name and description are "" when the SMO
@@ -223,13 +181,6 @@ func (d RequestData) Spec() map[string]any {
 		"templateVersion":    d.TemplateVersion,
 		"templateParameters": d.TemplateParameters,
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func quoteAll(names []string) string {

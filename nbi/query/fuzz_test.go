@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // FuzzDecodeBody: decoding a body never panics, every refusal is a 400, and every body accepted becomes
@@ -76,7 +78,7 @@ func unstructuredValue(v any) error {
 			return errors.New("a float that is not finite")
 		}
 	default:
-		return errors.New("a value of type " + jsonType(v))
+		return errors.New("a value of type " + quote.JSONType(v))
 	}
 	return nil
 }

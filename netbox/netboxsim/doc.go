@@ -8,6 +8,11 @@
 //   - GET   /api/dcim/devices/                (status, id, cf_<name>, cf_<name>__empty; offset paging)
 //   - GET   /api/dcim/devices/<id>/           (weak ETag W/"<last_updated>")
 //   - PATCH /api/dcim/devices/<id>/           (If-Match, status, custom_fields, changelog_message)
+//   - GET   /api/dcim/sites/, /api/dcim/device-types/   (id, last_updated lookups; offset paging)
+//
+// Routes are ServeMux method patterns (routes.go), one file per endpoint family (status.go,
+// customfields.go, devices.go with devicefilters.go and devicepatch.go, sites.go, devicetypes.go);
+// what tests steer is in control.go.
 //
 // NetBox behaviour it mirrors, checked against NetBox's source (v4.6.8):
 // weak ETags from last_updated.isoformat() and 412 with the current ETag

@@ -1,7 +1,6 @@
 package netboxsim
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -206,16 +205,11 @@ func (s *Server) snapshotLocked(d *device) Device {
 	}
 }
 
-// normalize turns decoded JSON values into the simulator's storage types:
-// integral numbers → int64, other numbers → float64.
+// normalize turns values a test passes in Go (AddDevice, SetCustom) into the simulator's storage
+// types, those of JSON decoded with sigs.k8s.io/json's PreserveInts: integral numbers → int64, other
+// numbers → float64.
 func normalize(v any) any {
 	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
 	case float64:
 		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int64(x)

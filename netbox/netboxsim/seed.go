@@ -1,11 +1,12 @@
 package netboxsim
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	sigsjson "sigs.k8s.io/json"
 )
 
 // SeedData is the JSON document Seed loads:
@@ -36,10 +37,12 @@ func (s *Server) Seed(r io.Reader) error {
 		return fmt.Errorf("netboxsim: read seed: %w", err)
 	}
 	var data SeedData
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&data); err != nil {
+	// Strict (unknown and duplicate fields refused); numbers int64 when integers, else float64.
+	strict, err := sigsjson.UnmarshalStrict(raw, &data)
+	if err == nil {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
 		return fmt.Errorf("netboxsim: decode seed: %w", err)
 	}
 	fields := data.CustomFields

@@ -465,3 +465,27 @@ func TestSelectAsObject(t *testing.T) {
 	_, body := raw{t, base}.do("GET", fmt.Sprintf("/api/dcim/devices/%d/", id), nil, "")
 	assert.Equal(t, map[string]any{"value": "a100", "label": "a100"}, body["custom_fields"].(map[string]any)["gpu"])
 }
+
+// A PATCH's numbers are stored as NetBox's Python sees them: 16 an integer, 16.0 a float (which an
+// integer field refuses), and the PATCH log holds the same types.
+func TestPatchKeepsIntegersAndFloatsApart(t *testing.T) {
+	s, base := start(t, netboxsim.Options{})
+	s.AddCustomField(netboxsim.CustomField{Name: "cpu_cores", Type: netboxsim.TypeInteger, FilterLogic: netboxsim.FilterExact})
+	s.AddCustomField(netboxsim.CustomField{Name: "ratio", Type: netboxsim.TypeDecimal, FilterLogic: netboxsim.FilterExact})
+	id := s.AddDevice(netboxsim.Device{})
+	r := raw{t, base}
+	path := fmt.Sprintf("/api/dcim/devices/%d/", id)
+
+	resp, body := r.do("PATCH", path, nil, `{"custom_fields":{"cpu_cores":16,"ratio":1.5}}`)
+	require.Equal(t, 200, resp.StatusCode, body)
+	d, _ := s.Device(id)
+	assert.Equal(t, int64(16), d.Custom["cpu_cores"])
+	assert.Equal(t, 1.5, d.Custom["ratio"])
+	assert.Equal(t, int64(16), s.PatchLog()[0].Body["custom_fields"].(map[string]any)["cpu_cores"])
+
+	resp, body = r.do("PATCH", path, nil, `{"custom_fields":{"cpu_cores":16.0}}`)
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Contains(t, fmt.Sprint(body["custom_fields"]), "Value must be an integer.")
+	resp, _ = r.do("PATCH", path, nil, `{"custom_fields":{"cpu_cores":1e400}}`)
+	assert.Equal(t, 400, resp.StatusCode, "a number beyond float64 is no dictionary")
+}

@@ -8,13 +8,16 @@ package selector
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
 // Selector maps a NetBox device custom field name to the scalar it must equal
@@ -112,12 +115,7 @@ func errorf(format string, args ...any) *Error {
 // *Error naming the first offending key in sorted order.
 func Normalize(sel Selector, reserved map[string]bool) (map[string]Value, error) {
 	out := make(map[string]Value, len(sel))
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // report problems in a stable order
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(sel)) { // report problems in a stable order
 		if !IsFieldName(k) {
 			return nil, errorf("selector key %s is not a NetBox custom field name (lowercase letters, digits, underscores)", quoteKey(k))
 		}
@@ -256,8 +254,5 @@ func integerValue(v any) (int64, bool) {
 // quoteKey shows a bad key safely (it may hold anything): quoted, at most 60
 // runes.
 func quoteKey(k string) string {
-	if utf8.RuneCountInString(k) > 60 {
-		k = string([]rune(k)[:59]) + "…"
-	}
-	return strconv.Quote(k)
+	return strconv.Quote(quote.Truncate(k, 60))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -322,20 +323,17 @@ func names(as []alert) []string {
 	return out
 }
 
-// waitFor polls cond every 250 ms; on timeout it fails with cond's last detail.
+// waitFor polls cond every 250 ms (on the test's goroutine); on timeout it fails with cond's last detail.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var detail string
-	for {
-		var ok bool
-		if ok, detail = cond(); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (%s)", what, timeout, detail)
-		}
-		time.Sleep(250 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true,
+		func(context.Context) (ok bool, _ error) {
+			ok, detail = cond()
+			return ok, nil
+		})
+	if err != nil {
+		t.Fatalf("%s: not within %s (%s)", what, timeout, detail)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 )
 
@@ -136,11 +137,10 @@ func (s *Server) BindClusterRole(ctx context.Context, bindingName, role string, 
 // real API server wait for convergence; they never assert how long it took.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf(format, args...)
-		}
-		time.Sleep(25 * time.Millisecond)
+	// cond runs on the test's goroutine (unlike require.Eventually's), so it may use require itself.
+	err := wait.PollUntilContextTimeout(context.Background(), 25*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf(format, args...)
 	}
 }
