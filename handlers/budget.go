@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
 // budgetStartKey (under status.extensions) moves the budget's start when an update re-drives a request;
@@ -28,4 +30,23 @@ func (h *Handlers) deadline(u *unstructured.Unstructured) time.Time {
 // expired tells whether the budget is spent at now.
 func (h *Handlers) expired(u *unstructured.Unstructured, now time.Time) bool {
 	return !now.Before(h.deadline(u))
+}
+
+// restartBudget gives a re-driven request a budget of its own from now.
+func restartBudget(c *framework.Cause) {
+	c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), v1alpha1.FieldExtensions, budgetStartKey)
+}
+
+// waitWithinBudget keeps waiting while the CREATION_TIMEOUT budget lasts and fails the request once it is
+// spent. The budget covers every wait (hosts, rendering, cluster), not only the last one: a package that
+// never rendered used to keep its request progressing for good.
+func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail string) error {
+	if h.expired(c.Object, c.Now) {
+		h.metrics.BudgetExpiries.WithLabelValues(stage).Inc()
+		if detail != "" {
+			message += ": " + detail
+		}
+		return h.fail(c, fmt.Sprintf("%s; timed out after %s", message, h.cfg.CreationTimeout))
+	}
+	return h.wait(c, message)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -44,7 +43,7 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	}
 	if specChanged && terminal {
 		// A changed spec re-drives a finished request, with a budget of its own from now.
-		c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), v1alpha1.FieldExtensions, budgetStartKey)
+		restartBudget(c)
 		msg := "Provisioning request updated; provisioning again"
 		if cur.State == v1alpha1.StateFailed {
 			msg = fmt.Sprintf("Provisioning request updated after it failed; provisioning again with a new budget of %s from the change", h.cfg.CreationTimeout)
@@ -118,20 +117,6 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		// change of it would be a status write.
 		return h.waitWithinBudget(c, "cluster", fmt.Sprintf("Cluster resource creation ongoing (%s)", v.phase), v.detail)
 	}
-}
-
-// waitWithinBudget keeps waiting while the CREATION_TIMEOUT budget lasts and fails the request once it is
-// spent. The budget covers every wait (hosts, rendering, cluster), not only the last one: a package that
-// never rendered used to keep its request progressing for good.
-func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail string) error {
-	if h.expired(c.Object, c.Now) {
-		h.metrics.BudgetExpiries.WithLabelValues(stage).Inc()
-		if detail != "" {
-			message += ": " + detail
-		}
-		return h.fail(c, fmt.Sprintf("%s; timed out after %s", message, h.cfg.CreationTimeout))
-	}
-	return h.wait(c, message)
 }
 
 // hostsFailed maps an inventory failure: a configuration or schema error fails the request (no endless
