@@ -321,6 +321,7 @@ func TestDeletionRemovesOurPackageVariantThenTheFinalizer(t *testing.T) {
 	startChain(t, srv, "delete", nil, nil)
 	createPR(t, srv, provisioningRequest("delete-1", "delete", tmplOK, map[string]any{"clusterName": "edge-delete-1"}))
 	waitState(t, srv, "delete-1", v1alpha1.StateFulfilled, 30*time.Second)
+	waitHandled(t, srv, "delete-1")
 
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "delete-1", metav1.DeleteOptions{}))
 	// Porch holds the package variant for a moment (its finalizer); the request shows deleting meanwhile.

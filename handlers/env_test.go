@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,17 @@ func getPR(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstru
 }
 
 // waitState waits until the request reaches a provisioning state and returns it.
+// waitHandled waits until the request's handling is recorded: the closing write (the diff-base, the
+// finalizer riding along) follows the fulfilled status in the same pass, and a request deleted before it
+// lands goes at once, without a release (it holds nothing the garbage collector would not remove).
+func waitHandled(t *testing.T, srv *kubeapi.Server, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := getPR(t, srv, name)
+		return ok && slices.Contains(u.GetFinalizers(), Finalizer)
+	}, "request %s: its handling was never recorded (no finalizer)", name)
+}
+
 func waitState(t *testing.T, srv *kubeapi.Server, name, state string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
 	var last v1alpha1.ProvisioningStatus

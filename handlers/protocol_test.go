@@ -67,6 +67,7 @@ func TestReleaseTreatsAWrongAnswerToANamedReadAsAProtocolError(t *testing.T) {
 		&kubeapi.Recorder{Reroute: answerWith(name, &mode, &rerouted)})
 	createPR(t, srv, provisioningRequest(name, "proto-release", tmplOK, map[string]any{"clusterName": "edge-proto-release"}))
 	waitState(t, srv, name, v1alpha1.StateFulfilled, 30*time.Second)
+	waitHandled(t, srv, name)
 
 	mode.Store("list")
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), name, metav1.DeleteOptions{}))

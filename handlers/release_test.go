@@ -45,7 +45,8 @@ func TestDeletionWritesOneStatusAndRemovesTheFinalizer(t *testing.T) {
 	c := startChain(t, srv, "release-calls", nil, nil)
 	createPR(t, srv, provisioningRequest("release-calls-1", "release-calls", tmplOK, map[string]any{"clusterName": "edge-release-calls-1"}))
 	waitState(t, srv, "release-calls-1", v1alpha1.StateFulfilled, 30*time.Second)
-	time.Sleep(500 * time.Millisecond) // the fulfilled pass's trailing writes
+	waitHandled(t, srv, "release-calls-1")
+	time.Sleep(500 * time.Millisecond) // the fulfilled pass's trailing writes (events)
 
 	mark := recMark(c.rec)
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "release-calls-1", metav1.DeleteOptions{}))
@@ -69,6 +70,7 @@ func TestReleasedRequestHeldByAnotherFinalizerSaysSo(t *testing.T) {
 	u.SetFinalizers([]string{"example.com/someone-else"})
 	createPR(t, srv, u)
 	waitState(t, srv, "release-held-1", v1alpha1.StateFulfilled, 30*time.Second)
+	waitHandled(t, srv, "release-held-1")
 	ctx := context.Background()
 	prs := srv.AdminDynamic().Resource(v1alpha1.GVR)
 	require.NoError(t, prs.Delete(ctx, "release-held-1", metav1.DeleteOptions{}))
