@@ -57,6 +57,7 @@ type options struct {
 	quiet           bool
 	shutdownTimeout time.Duration
 	printVersion    bool
+	debugPprof      string
 }
 
 type multiFlag []string
@@ -81,6 +82,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "auto", "json, console, or auto (json in a pod)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 4*time.Second, "on SIGTERM, one deadline for passes in flight, the NBI's drain and the rest of the stop (inside a 5s grace period)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
+	fs.StringVar(&o.debugPprof, "debug-pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (off by default)")
 	// kopf compatibility: accepted, and harmless for a cluster-scoped resource.
 	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
 	fs.BoolVar(&o.allNamespaces, "A", false, "kopf compatibility, as --all-namespaces")
@@ -180,6 +182,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
+	}
+
+	if o.debugPprof != "" {
+		if _, err := startPprof(o.debugPprof, log); err != nil {
+			return fail("%v", err)
+		}
 	}
 
 	restCfg, err := framework.LoadConfig(o.kubeconfig, getenv)

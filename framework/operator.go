@@ -480,6 +480,9 @@ func (o *Operator) buildControllers() error {
 		selector := w.selector
 		tweak := func(lo *metav1.ListOptions) { lo.LabelSelector = selector }
 		inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, w.gvr, ns, 0, indexers, tweak).Informer()
+		if err := inf.SetTransform(stripUnread(true)); err != nil {
+			return err
+		}
 		if err := inf.SetWatchErrorHandlerWithContext(o.readiness.watchErrorHandler(w.gvr, ns, inf)); err != nil {
 			return err
 		}
@@ -507,7 +510,8 @@ func (o *Operator) relatedInformer(gvr schema.GroupVersionResource, namespace st
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, gvr, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	// Set before the informer runs (it cannot be set after); a refusal is reported, not only logged.
+	// Set before the informer runs (they cannot be set after); a refusal is reported, not only logged.
+	_ = inf.SetTransform(stripUnread(false))
 	_ = inf.SetWatchErrorHandlerWithContext(o.readiness.watchErrorHandler(gvr, namespace, inf))
 	o.related[k] = inf
 	o.cache.add(gvr, inf)
