@@ -42,6 +42,8 @@ type report struct {
 	NetBox        netboxResult
 	NetBoxForeign float64
 
+	Memory *memoryResult // section 6 (nil when not run)
+
 	Interferers []string
 }
 
@@ -106,6 +108,7 @@ func (r *report) markdown(c *config) string {
 	r.nbiLatencySection(p)
 	r.netboxSection(p)
 	r.nbiLoadSection(p)
+	r.memorySection(p)
 	return b.String()
 }
 
@@ -134,8 +137,10 @@ func (r *report) summary(p printer) {
 		nb.RaceRequests, nb.Hosts, nb.RaceCommitted, nb.Race412, len(nb.DoubleClaims), yes(len(nb.DoubleClaims) == 0 && nb.RaceCommitted == min(nb.Hosts, nb.RaceRequests)))
 	s, mx, _ := r.NBILoad.rssStats()
 	plateau, end, _, isFlat := r.NBILoad.flatness()
-	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n\n",
+	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n",
 		r.NBILoad.Errors, r.NBILoad.Requests, mib(s), mib(plateau), warmup, mib(end), mib(mx), yes(r.NBILoad.Errors == 0 && isFlat))
+	r.memorySummary(p)
+	p("\n")
 }
 
 func (r *report) rateBound() string {

@@ -34,6 +34,11 @@ type Operator struct {
 // StartOperator runs the operator binary as the shipped ServiceAccount (its token in a file the stack
 // rotates, as the kubelet does) and waits until it is ready.
 func (s *Stack) StartOperator(ctx context.Context, extraEnv map[string]string) (*Operator, error) {
+	return s.StartOperatorWith(ctx, extraEnv, nil)
+}
+
+// StartOperatorWith is StartOperator with command-line arguments after the stack's own.
+func (s *Stack) StartOperatorWith(ctx context.Context, extraEnv map[string]string, extraArgs []string) (*Operator, error) {
 	if s.opts.Operator == "" {
 		return nil, errors.New("stack: Options.Operator (the binary) is required")
 	}
@@ -79,6 +84,7 @@ func (s *Stack) StartOperator(ctx context.Context, extraEnv map[string]string) (
 		"--all-namespaces", "--kubeconfig=" + o.Kubeconfig,
 		fmt.Sprintf("--liveness=http://127.0.0.1:%d/healthz", ports[1]), "--log-format=console",
 	}, s.opts.Args...)
+	args = append(args, extraArgs...)
 	logFile, err := os.OpenFile(o.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
