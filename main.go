@@ -184,6 +184,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
 	}
 
+	if soft := applyMemoryLimit(getenv, os.ReadFile); soft > 0 {
+		log.Info("Go memory limit set from the container's memory limit", zap.Int64("bytes", soft))
+	}
 	if o.debugPprof != "" {
 		if _, err := startPprof(o.debugPprof, log); err != nil {
 			return fail("%v", err)
