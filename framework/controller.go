@@ -321,7 +321,7 @@ func (c *controller) backoffFor(key string) time.Duration {
 
 // relatedHandler wakes owners when a related object changes.
 func (c *controller) relatedHandler(r relatedSpec) cache.ResourceEventHandler {
-	owners := indexKeys{c.informer}
+	owners := c.op.cache.owners(c.w.gvr, c.informer)
 	wake := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj

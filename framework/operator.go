@@ -455,13 +455,6 @@ func (o *Operator) buildControllers() error {
 		}
 		indexers := cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-			"uid": func(obj any) ([]string, error) {
-				u, ok := obj.(*unstructured.Unstructured)
-				if !ok {
-					return nil, nil
-				}
-				return []string{string(u.GetUID())}, nil
-			},
 		}
 		for name, fn := range w.indexers {
 			fn := fn
@@ -491,6 +484,9 @@ func (o *Operator) buildControllers() error {
 			return err
 		}
 		o.cache.add(w.gvr, inf)
+		if err := o.cache.addUIDIndex(w.gvr, inf); err != nil {
+			return err
+		}
 		for _, r := range w.related {
 			rinf := o.relatedInformer(r.gvr, r.namespace)
 			if _, err := rinf.AddEventHandler(c.relatedHandler(r)); err != nil {
