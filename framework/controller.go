@@ -118,7 +118,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 		},
 		UpdateFunc: func(_, newObj any) {
 			key, u := c.keyOf(newObj)
-			if key == "" {
+			if key == "" || !c.isHandling() {
 				return
 			}
 			if c.observe(key, u) {
@@ -142,9 +142,6 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 func (c *controller) observe(key string, u *unstructured.Unstructured) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.handling {
-		return false
-	}
 	st := c.stateLocked(key, u.GetUID())
 	rv := u.GetResourceVersion()
 	if _, own := st.ownRVs[rv]; own {

@@ -30,6 +30,7 @@ type config struct {
 	n           int
 	cached      int
 	cachedLarge int
+	largeLimit  string
 	hosts       int
 	seq         int
 	race        int
@@ -54,6 +55,7 @@ func main() {
 	flag.IntVar(&c.n, "n", 1000, "ProvisioningRequests created at once by each load run")
 	flag.IntVar(&c.cached, "cached", 10000, "requests in the NBI instance's cache for the latency and load sections")
 	flag.IntVar(&c.cachedLarge, "cached-large", 100000, "section 6 measures memory at --cached and at this many cached requests (0: only at --cached)")
+	flag.StringVar(&c.largeLimit, "large-memory-limit", "850Mi", "section 6: the container memory limit the --cached-large point runs as (README's advice for 100 000)")
 	flag.IntVar(&c.hosts, "hosts", 20, "NetBox hosts")
 	flag.IntVar(&c.seq, "netbox-seq", 5, "uncontended requests (1 control-plane + 2 workers each)")
 	flag.IntVar(&c.race, "netbox-race", 50, "requests for one host each, created at once")
