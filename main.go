@@ -349,5 +349,5 @@ func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 	if !s.op.Ready() {
 		return nil, false, errNotSynced
 	}
-	return s.op.Cache().Get(handlers.ProvisioningRequestGVR, "", name)
+	return s.op.Cache().Peek(handlers.ProvisioningRequestGVR, "", name) // read-only, as nbi.Store allows
 }

@@ -100,6 +100,16 @@ func (c *Cache) informer(gvr schema.GroupVersionResource) (cache.SharedIndexInfo
 
 // Get returns a private copy of a cached object; found is false when the cache has none.
 func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
+	u, found, err := c.Peek(gvr, namespace, name)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return u.DeepCopy(), true, nil
+}
+
+// Peek is Get without the copy: the shared (read-only!) cached object, as List answers them. For
+// readers that only read, such as the NBI's named GET, where the copy was most of what a GET allocated.
+func (c *Cache) Peek(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	inf, err := c.informer(gvr)
 	if err != nil {
 		return nil, false, err
@@ -116,7 +126,7 @@ func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*u
 	if !ok {
 		return nil, false, fmt.Errorf("framework: unexpected %T in the %s cache", obj, gvr)
 	}
-	return u.DeepCopy(), true, nil
+	return u, true, nil
 }
 
 // List returns shared (read-only!) cached objects of a resource, in namespace ("" = all), in no particular

@@ -64,6 +64,12 @@ func TestCacheDropsManagedFieldsAndLastAppliedServerKeepsThem(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.Empty(t, cached.GetManagedFields())
+	peeked, found, err := to.op.Cache().Peek(widgetGVR, "", "tf1")
+	require.NoError(t, err)
+	require.True(t, found)
+	again, _, _ := to.op.Cache().Peek(widgetGVR, "", "tf1")
+	assert.Same(t, peeked, again, "Peek answers the shared cached object")
+	assert.NotSame(t, peeked, cached, "Get answers a copy")
 	assert.NotContains(t, cached.GetAnnotations(), lastAppliedAnnotation)
 	eventually(t, 10*time.Second, func() bool {
 		_, found, _ := to.op.Cache().Get(gadgetGVR, "default", "tf1")
