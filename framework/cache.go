@@ -139,7 +139,11 @@ func (c *Cache) List(gvr schema.GroupVersionResource, namespace string) ([]*unst
 		return nil, err
 	}
 	var items []any
-	if namespace == "" {
+	if _, indexed := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; namespace == "" || !indexed {
+		// No namespace index: a cluster-scoped resource, whose objects have no namespace.
+		if namespace != "" {
+			return nil, nil
+		}
 		items = inf.GetIndexer().List()
 	} else {
 		items, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)

@@ -457,8 +457,11 @@ func (o *Operator) buildControllers() error {
 		if w.needsFinalizer() && w.finalizer == "" {
 			return fmt.Errorf("framework: %s has delete handlers or timers but no Finalizer", gvrString(w.gvr))
 		}
-		indexers := cache.Indexers{
-			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		// A cluster-scoped resource has no namespace index: every object would sit in the one set of
+		// namespace "" (25 MiB with 100 000 cached), and List of all needs none.
+		indexers := cache.Indexers{}
+		if w.namespaced {
+			indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
 		}
 		for name, fn := range w.indexers {
 			fn := fn
