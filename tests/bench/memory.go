@@ -133,21 +133,27 @@ func holdLease(ctx context.Context, st *stack.Stack) error {
 	}
 }
 
-// shippedMemoryLimit is the memory limit of the operator container in manifests/base/deployment.yaml.
-func shippedMemoryLimit() (resource.Quantity, error) {
+// shippedMemorySettings are the memory limit and GOGC of the operator container in
+// manifests/base/deployment.yaml ("" GOGC: the default).
+func shippedMemorySettings() (resource.Quantity, string, error) {
 	root, err := kubeapi.RepoRoot()
 	if err != nil {
-		return resource.Quantity{}, err
+		return resource.Quantity{}, "", err
 	}
 	raw, err := os.ReadFile(filepath.Join(root, "manifests", "base", "deployment.yaml"))
 	if err != nil {
-		return resource.Quantity{}, err
+		return resource.Quantity{}, "", err
 	}
 	m := regexp.MustCompile(`(?m)^\s+limits:\s*\n\s+memory:\s*(\S+)`).FindSubmatch(raw)
 	if m == nil {
-		return resource.Quantity{}, fmt.Errorf("no memory limit in manifests/base/deployment.yaml")
+		return resource.Quantity{}, "", fmt.Errorf("no memory limit in manifests/base/deployment.yaml")
 	}
-	return resource.ParseQuantity(string(m[1]))
+	q, err := resource.ParseQuantity(string(m[1]))
+	gogc := ""
+	if g := regexp.MustCompile(`(?m)^\s+- name: GOGC\s*\n\s+value:\s*"?(\w+)"?`).FindSubmatch(raw); g != nil {
+		gogc = string(g[1])
+	}
+	return q, gogc, err
 }
 
 // heapShare is one line of a heap breakdown: what a part of the program holds, from pprof's
@@ -251,6 +257,7 @@ func takeHeapProfile(ctx context.Context, pprofAddr, dir, name string) (heapProf
 type memoryPoint struct {
 	Cached      int
 	MemLimit    string        // the container memory limit this point runs as (GOMEMLIMIT = 90% of it)
+	GOGC        string        // the shipped Deployment's ("" = 100)
 	CreateTook  time.Duration // creating the requests added for this point
 	Ready       time.Duration // operator start → /readyz 200
 	ReadyRSS    uint64
@@ -290,7 +297,7 @@ const (
 // standby: it caches all and handles nothing) is started, its memory and NBI latencies measured, and
 // stopped.
 func stackMemory(ctx context.Context, c *config, rep *report, sizes []int) error {
-	shipped, err := shippedMemoryLimit()
+	shipped, shippedGOGC, err := shippedMemorySettings()
 	if err != nil {
 		return err
 	}
@@ -319,7 +326,7 @@ func stackMemory(ctx context.Context, c *config, rep *report, sizes []int) error
 				return fmt.Errorf("--large-memory-limit: %w", err)
 			}
 		}
-		pt := memoryPoint{Cached: size, MemLimit: limit.String()}
+		pt := memoryPoint{Cached: size, MemLimit: limit.String(), GOGC: shippedGOGC}
 		say(c, "6. creating %d more realistic requests (half server-side applied, half kubectl-apply'd), %d in all", size-have, size)
 		t := time.Now()
 		if err := createRealistic(ctx, dyn, "mem", "memory", have, size-have, memoryCreateWorkers); err != nil {
@@ -334,7 +341,7 @@ func stackMemory(ctx context.Context, c *config, rep *report, sizes []int) error
 		}
 		pprofAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 		t = time.Now()
-		env := map[string]string{"GOMEMLIMIT": strconv.FormatInt(limit.Value()*9/10, 10)}
+		env := map[string]string{"GOMEMLIMIT": strconv.FormatInt(limit.Value()*9/10, 10), "GOGC": shippedGOGC}
 		op, err := st.StartOperatorWith(ctx, env, []string{"--leader-elect", "--debug-pprof=" + pprofAddr})
 		if err != nil {
 			return err
@@ -489,7 +496,7 @@ func (r *report) memorySection(p printer) {
 		}
 		p("\n")
 	}
-	row("container memory limit (GOMEMLIMIT 90% of it)", func(pt memoryPoint) string { return pt.MemLimit })
+	row("container memory limit (GOMEMLIMIT 90% of it), GOGC", func(pt memoryPoint) string { return pt.MemLimit + ", " + pt.GOGC })
 	row("created in (96 concurrent callers)", func(pt memoryPoint) string { return pt.CreateTook.Round(100 * time.Millisecond).String() })
 	row("start → ready (caches synced)", func(pt memoryPoint) string { return pt.Ready.Round(100 * time.Millisecond).String() })
 	row("**RSS at ready**", func(pt memoryPoint) string { return "**" + mib(pt.ReadyRSS) + "**" })
