@@ -60,6 +60,7 @@ type options struct {
 	quiet           bool
 	shutdownTimeout time.Duration
 	printVersion    bool
+	debugPprof      string
 }
 
 type multiFlag []string
@@ -84,6 +85,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "auto", "json, console, or auto (json in a pod)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 4*time.Second, "on SIGTERM, one deadline for passes in flight, the NBI's drain and the rest of the stop (inside a 5s grace period)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
+	fs.StringVar(&o.debugPprof, "debug-pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (off by default)")
 	// kopf compatibility: accepted, and harmless for a cluster-scoped resource.
 	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
 	fs.BoolVar(&o.allNamespaces, "A", false, "kopf compatibility, as --all-namespaces")
@@ -183,6 +185,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
+	}
+
+	if soft := applyMemoryLimit(getenv, os.ReadFile); soft > 0 {
+		log.Info("Go memory limit set from the container's memory limit", zap.Int64("bytes", soft))
+	}
+	if o.debugPprof != "" {
+		if _, err := startPprof(o.debugPprof, log); err != nil {
+			return fail("%v", err)
+		}
 	}
 
 	restCfg, err := framework.LoadConfig(o.kubeconfig, getenv)
@@ -341,5 +352,5 @@ func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 	if !s.op.Ready() {
 		return nil, false, errNotSynced
 	}
-	return s.op.Cache().Get(v1alpha1.GVR, "", name)
+	return s.op.Cache().Peek(v1alpha1.GVR, "", name) // read-only, as nbi.Store allows
 }

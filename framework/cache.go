@@ -16,6 +16,7 @@ type Cache struct {
 	mu        sync.RWMutex
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
 	revisions map[schema.GroupVersionResource]*revision
+	uids      map[schema.GroupVersionResource]*uidIndex // watched resources only
 }
 
 // revision counts the changes one informer has delivered; err is why it cannot (never, in practice).
@@ -28,7 +29,31 @@ func newCache() *Cache {
 	return &Cache{
 		informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		revisions: map[schema.GroupVersionResource]*revision{},
+		uids:      map[schema.GroupVersionResource]*uidIndex{},
 	}
+}
+
+// addUIDIndex keeps the "uid" index of a watched resource.
+func (c *Cache) addUIDIndex(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) error {
+	x := newUIDIndex()
+	if _, err := inf.AddEventHandler(x.handler()); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uids[gvr] = x
+	return nil
+}
+
+func (c *Cache) uidIndex(gvr schema.GroupVersionResource) *uidIndex {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.uids[gvr]
+}
+
+// owners is the OwnerIndex of a watched resource.
+func (c *Cache) owners(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) OwnerIndex {
+	return indexKeys{inf: inf, uids: c.uidIndex(gvr)}
 }
 
 func (c *Cache) add(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) {
@@ -75,6 +100,16 @@ func (c *Cache) informer(gvr schema.GroupVersionResource) (cache.SharedIndexInfo
 
 // Get returns a private copy of a cached object; found is false when the cache has none.
 func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
+	u, found, err := c.Peek(gvr, namespace, name)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return u.DeepCopy(), true, nil
+}
+
+// Peek is Get without the copy: the shared (read-only!) cached object, as List answers them. For
+// readers that only read, such as the NBI's named GET, where the copy was most of what a GET allocated.
+func (c *Cache) Peek(gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	inf, err := c.informer(gvr)
 	if err != nil {
 		return nil, false, err
@@ -91,7 +126,7 @@ func (c *Cache) Get(gvr schema.GroupVersionResource, namespace, name string) (*u
 	if !ok {
 		return nil, false, fmt.Errorf("framework: unexpected %T in the %s cache", obj, gvr)
 	}
-	return u.DeepCopy(), true, nil
+	return u, true, nil
 }
 
 // List returns shared (read-only!) cached objects of a resource, in namespace ("" = all), in no particular
@@ -104,7 +139,11 @@ func (c *Cache) List(gvr schema.GroupVersionResource, namespace string) ([]*unst
 		return nil, err
 	}
 	var items []any
-	if namespace == "" {
+	if _, indexed := inf.GetIndexer().GetIndexers()[cache.NamespaceIndex]; namespace == "" || !indexed {
+		// No namespace index: a cluster-scoped resource, whose objects have no namespace.
+		if namespace != "" {
+			return nil, nil
+		}
 		items = inf.GetIndexer().List()
 	} else {
 		items, err = inf.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
@@ -127,8 +166,14 @@ func (c *Cache) ByIndex(gvr schema.GroupVersionResource, index, value string) ([
 	if err != nil {
 		return nil, err
 	}
-	items, err := inf.GetIndexer().ByIndex(index, value)
-	if err != nil {
+	var items []any
+	if x := c.uidIndex(gvr); x != nil && index == IndexUID {
+		if key := x.key(value); key != "" {
+			if obj, exists, err := inf.GetIndexer().GetByKey(key); err == nil && exists {
+				items = append(items, obj)
+			}
+		}
+	} else if items, err = inf.GetIndexer().ByIndex(index, value); err != nil {
 		return nil, err
 	}
 	out := make([]*unstructured.Unstructured, 0, len(items))
@@ -162,10 +207,19 @@ func (c *Cache) AddEventHandler(gvr schema.GroupVersionResource, h cache.Resourc
 	return err
 }
 
-// indexKeys implements OwnerIndex over one informer.
-type indexKeys struct{ inf cache.SharedIndexInformer }
+// indexKeys implements OwnerIndex over one informer and its uid index.
+type indexKeys struct {
+	inf  cache.SharedIndexInformer
+	uids *uidIndex
+}
 
 func (i indexKeys) Keys(index, value string) []string {
+	if i.uids != nil && index == IndexUID {
+		if key := i.uids.key(value); key != "" {
+			return []string{key}
+		}
+		return nil
+	}
 	keys, err := i.inf.GetIndexer().IndexKeys(index, value)
 	if err != nil {
 		return nil

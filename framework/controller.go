@@ -31,8 +31,12 @@ type controller struct {
 	keys     *kopf.KeyCache
 	log      *zap.Logger
 
-	mu      sync.Mutex
-	objects map[string]*objectState
+	mu sync.Mutex
+	// handling is set once this process handles objects (leading, or without leader election). Until
+	// then events are not remembered or queued — a standby replica keeps only the informer's cache (for
+	// the NBI), no state or queue entry per object — and run queues every cached object when it starts.
+	handling bool
+	objects  map[string]*objectState
 }
 
 // objectState is what the process remembers about one object between passes. Losing it (a restart) is
@@ -107,6 +111,10 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 				return
 			}
 			c.mu.Lock()
+			if !c.handling {
+				c.mu.Unlock()
+				return
+			}
 			st := &c.stateLocked(key, u.GetUID()).shared
 			if isInInitialList {
 				st.initial = true
@@ -117,7 +125,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 		},
 		UpdateFunc: func(_, newObj any) {
 			key, u := c.keyOf(newObj)
-			if key == "" {
+			if key == "" || !c.isHandling() {
 				return
 			}
 			if c.observe(key, u) {
@@ -129,7 +137,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 				obj = d.Obj
 			}
 			key, _ := c.keyOf(obj)
-			if key != "" {
+			if key != "" && c.isHandling() {
 				c.queue.Add(key)
 			}
 		},
@@ -196,11 +204,40 @@ func (c *controller) forget(key string) {
 // wake marks an external change (e.g. of a related object) and enqueues the key.
 func (c *controller) wake(key string) {
 	c.mu.Lock()
+	handling := c.handling
 	if st, ok := c.objects[key]; ok {
 		st.shared.changedAt = c.op.opts.Clock.Now()
 	}
 	c.mu.Unlock()
-	c.queue.Add(key)
+	if handling {
+		c.queue.Add(key)
+	}
+}
+
+func (c *controller) isHandling() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handling
+}
+
+// startHandling queues every cached object, each found at the start of handling: kopf's resume rule
+// applies to what this process finds when it starts handling, whether that is at its start or when
+// it wins the lease later. Events from here on are remembered and queued as they come.
+func (c *controller) startHandling() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handling = true
+	now := c.op.opts.Clock.Now()
+	for _, obj := range c.informer.GetIndexer().List() {
+		key, u := c.keyOf(obj)
+		if key == "" {
+			continue
+		}
+		st := &c.stateLocked(key, u.GetUID()).shared
+		st.initial = true
+		st.changedAt = now
+		c.queue.Add(key)
+	}
 }
 
 // wrote remembers the resourceVersion of our own write, unless the cache already holds it (its event won
@@ -266,6 +303,7 @@ func rvReached(have, want string) bool {
 }
 
 func (c *controller) run(ctx context.Context, workers int, wg *sync.WaitGroup) {
+	c.startHandling()
 	for i := 0; i < workers; i++ {
 		wg.Add(1)
 		go func() {
@@ -306,7 +344,7 @@ func (c *controller) backoffFor(key string) time.Duration {
 
 // relatedHandler wakes owners when a related object changes.
 func (c *controller) relatedHandler(r relatedSpec) cache.ResourceEventHandler {
-	owners := indexKeys{c.informer}
+	owners := c.op.cache.owners(c.w.gvr, c.informer)
 	wake := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj

@@ -146,7 +146,7 @@ func TestTwoLeaderElectedInstancesNeverBothHandle(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	require.NoError(t, srv.EnsureNamespace(context.Background(), "leader-test"))
 	var mu sync.Mutex
-	handledBy := map[string]string{}
+	handledBy, resumedBy := map[string]string{}, map[string]string{}
 	opts := Options{
 		LeaderElect: true, LeaderElectionID: "leader-test", Namespace: "leader-test",
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
@@ -156,6 +156,12 @@ func TestTwoLeaderElectedInstancesNeverBothHandle(t *testing.T) {
 			w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
 				mu.Lock()
 				handledBy[c.Object.GetName()] = name
+				mu.Unlock()
+				return nil
+			})
+			w.OnResume("create_fn", func(_ context.Context, c *Cause) error {
+				mu.Lock()
+				resumedBy[c.Object.GetName()] = name
 				mu.Unlock()
 				return nil
 			})
@@ -175,11 +181,29 @@ func TestTwoLeaderElectedInstancesNeverBothHandle(t *testing.T) {
 		assert.Equal(t, "a", by, "%s handled by the standby", n)
 	}
 	mu.Unlock()
+	// The standby caches the objects (its NBI reads them) but keeps nothing else per object.
+	bc := b.op.ctrls[0]
+	eventually(t, 10*time.Second, func() bool { _, ok, _ := b.op.Cache().Get(widgetGVR, "", "le3"); return ok }, "the standby's cache lacks le3")
+	bc.mu.Lock()
+	standbyState := len(bc.objects)
+	bc.mu.Unlock()
+	assert.Zero(t, standbyState, "a standby keeps no per-object state")
+	assert.Zero(t, bc.queue.Len(), "a standby queues nothing")
 
 	require.NoError(t, a.stop(t))
 	eventually(t, 20*time.Second, func() bool { return b.op.Leading() }, "b never took over")
 	create(t, widget(label, "le4", map[string]any{}))
 	eventually(t, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return handledBy["le4"] == "b" }, "b never handled")
+	// What b found when it started handling is resumed once, as kopf does when a paused operator's
+	// watch starts again; le4, created after, is a create.
+	eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return resumedBy["le1"] == "b" && resumedBy["le2"] == "b" && resumedBy["le3"] == "b"
+	}, "b did not resume what it found")
+	mu.Lock()
+	assert.NotContains(t, resumedBy, "le4")
+	mu.Unlock()
 }
 
 // A rotated service-account token (kubelet rewrites the projected file) is used without a restart.

@@ -2,6 +2,9 @@ package nbi
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -49,36 +52,70 @@ func (s *Server) attributesOf(c named) map[string]any {
 // of each request, encoded once per resourceVersion (see encoded), joined. The bytes are those
 // json.Marshal gives for the ProvisioningRequestList. ok is false if an Info cannot be encoded; the
 // general path then answers the error.
-func (s *Server) jsonPage(sorted []named, marker string) (body []byte, lastID string, more, ok bool) {
+func (s *Server) jsonPage(sorted []named, marker string) (body listBody, lastID string, more, ok bool) {
 	candidates := after(sorted, marker)
 	more = len(candidates) > s.cfg.PageSize
 	candidates = candidates[:min(len(candidates), s.cfg.PageSize)]
-	encs := make([][]byte, len(candidates))
-	size := len(`{"items":[]}`) + 1
+	body.items = make([][]byte, len(candidates))
+	body.size = len(jsonListOpen) + len(jsonListClose) + max(len(candidates)-1, 0)
 	for i, c := range candidates {
 		e := c.enc.json.Load()
 		if e == nil {
 			b, err := json.Marshal(s.infoOf(c.obj))
 			if err != nil {
-				return nil, "", false, false
+				return listBody{}, "", false, false
 			}
 			e = &b
 			c.enc.json.Store(e)
 		}
-		encs[i] = *e
-		size += len(*e) + 1
+		body.items[i] = *e
+		body.size += len(*e)
 	}
-	body = make([]byte, 0, size)
-	body = append(body, `{"items":[`...)
-	for i, e := range encs {
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, e...)
-	}
-	body = append(body, "]}\n"...)
 	if len(candidates) > 0 {
 		lastID = candidates[len(candidates)-1].name
 	}
 	return body, lastID, more, true
+}
+
+const (
+	jsonListOpen  = `{"items":[`
+	jsonListClose = "]}\n"
+)
+
+// listBody is a list answer as the kept encodings of its items, written one after the other rather than
+// copied into one buffer first: a page of a thousand is a MiB, and under concurrent list clients those
+// copies were most of the garbage the collector had to keep up with (and so of the RSS).
+type listBody struct {
+	items [][]byte
+	size  int
+}
+
+func (b listBody) writeTo(w http.ResponseWriter, code int) {
+	h := w.Header()
+	h.Set("Content-Type", mediaJSON)
+	h.Set("Content-Length", strconv.Itoa(b.size))
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, jsonListOpen)
+	for i, e := range b.items {
+		if i > 0 {
+			_, _ = io.WriteString(w, ",")
+		}
+		_, _ = w.Write(e)
+	}
+	_, _ = io.WriteString(w, jsonListClose)
+}
+
+// bytes is the whole answer (tests).
+func (b listBody) bytes() []byte {
+	out := make([]byte, 0, b.size)
+	out = append(out, jsonListOpen...)
+	for i, e := range b.items {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, jsonListClose...)
 }

@@ -141,7 +141,7 @@ func TestJSONPageIsTheEncodedList(t *testing.T) {
 			items, wantMore := s.srv.page(sorted, marker, nil, selection{})
 			want, err := json.Marshal(ProvisioningRequestList{Items: items})
 			require.NoError(t, err)
-			require.Equal(t, string(want)+"\n", string(body), "page size %d after %q", size, marker)
+			require.Equal(t, string(want)+"\n", string(body.bytes()), "page size %d after %q", size, marker)
 			require.Equal(t, wantMore, more)
 			if len(items) > 0 {
 				require.Equal(t, items[len(items)-1].ProvisioningRequestData.ProvisioningRequestID, last)

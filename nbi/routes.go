@@ -244,7 +244,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
 				if more {
 					w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(last)))
 				}
-				writeEncoded(w, http.StatusOK, mediaJSON, body)
+				body.writeTo(w, http.StatusOK)
 				return nil
 			}
 		}

@@ -24,7 +24,8 @@ import (
 type Store interface {
 	// List answers every request: shared, read-only objects (never changed here), in any order.
 	List() ([]*unstructured.Unstructured, error)
-	// Get answers a private copy of one request, and whether it exists.
+	// Get answers one request, and whether it exists: shared and read-only like List's (never changed
+	// here; a copy per named GET was most of what one allocated).
 	Get(name string) (*unstructured.Unstructured, bool, error)
 }
 

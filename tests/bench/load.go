@@ -427,10 +427,5 @@ func createExtra(ctx context.Context, dyn dynamic.Interface, n int) error {
 	if n <= 0 {
 		return nil
 	}
-	objs := make([]*unstructured.Unstructured, n)
-	for i := range objs {
-		objs[i] = provisioningRequest(fmt.Sprintf("nbi-cache-%05d", i), "nbi-cache", nil)
-	}
-	_, err := createAll(ctx, dyn, objs, 64)
-	return err
+	return createRealistic(ctx, dyn, "nbi-cache", "nbi-cache", 0, n, 64) // memory.go: as real ones are made
 }

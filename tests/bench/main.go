@@ -29,6 +29,8 @@ type config struct {
 	out         string
 	n           int
 	cached      int
+	cachedLarge int
+	largeLimit  string
 	hosts       int
 	seq         int
 	race        int
@@ -52,6 +54,8 @@ func main() {
 	flag.StringVar(&c.out, "out", "docs/benchmarks.md", "the report to write")
 	flag.IntVar(&c.n, "n", 1000, "ProvisioningRequests created at once by each load run")
 	flag.IntVar(&c.cached, "cached", 10000, "requests in the NBI instance's cache for the latency and load sections")
+	flag.IntVar(&c.cachedLarge, "cached-large", 100000, "section 7 measures memory at --cached and at this many cached requests (0: only at --cached)")
+	flag.StringVar(&c.largeLimit, "large-memory-limit", "850Mi", "section 7: the container memory limit the --cached-large point runs as (README's advice for 100 000)")
 	flag.IntVar(&c.hosts, "hosts", 20, "NetBox hosts")
 	flag.IntVar(&c.seq, "netbox-seq", 5, "uncontended requests (1 control-plane + 2 workers each)")
 	flag.IntVar(&c.race, "netbox-race", 50, "requests for one host each, created at once")
@@ -63,7 +67,7 @@ func main() {
 	flag.Float64Var(&c.maxForeign, "max-foreign", 0.25, "cores other processes may use during a section before it is run again")
 	flag.DurationVar(&c.budget, "budget", 7*time.Minute, "no re-run starts after this much time")
 	flag.BoolVar(&c.skipGo, "skip-go", false, "skip the Go benchmarks (development)")
-	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox) or stack \"b\" (load, NBI)")
+	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI) or stack \"c\" (memory)")
 	flag.Parse()
 	c.command = "go run ./tests/bench " + strings.Join(os.Args[1:], " ")
 	c.started = time.Now()
@@ -145,6 +149,17 @@ func run(ctx context.Context, c *config) error {
 	// 2b + 3 + 5 + 6: stack B, --kube-api-qps=100 --kube-api-burst=200 --leader-elect.
 	if c.only == "" || c.only == "b" {
 		if err := stackB(ctx, c, rep); err != nil {
+			return err
+		}
+	}
+
+	// 6: stack C, memory and NBI latency with 10 000 and 100 000 cached.
+	if c.only == "" || c.only == "c" {
+		sizes := []int{c.cached}
+		if c.cachedLarge > c.cached {
+			sizes = append(sizes, c.cachedLarge)
+		}
+		if err := stackMemory(ctx, c, rep, sizes); err != nil {
 			return err
 		}
 	}

@@ -45,6 +45,7 @@ type report struct {
 	Failover        stack.FailoverResult
 	FailoverCPU     cpuWindow
 	FailoverReaders int
+	Memory *memoryResult // section 7 (nil when not run)
 
 	Interferers []string
 }
@@ -115,6 +116,7 @@ func (r *report) markdown(c *config) string {
 	r.netboxSection(p)
 	r.nbiLoadSection(p)
 	r.failoverSection(p)
+	r.memorySection(p)
 	return b.String()
 }
 
@@ -156,6 +158,7 @@ func (r *report) summary(p printer) {
 	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n",
 		r.NBILoad.Errors, r.NBILoad.Requests, mib(s), mib(plateau), warmup, mib(end), mib(mx), yes(r.NBILoad.Errors == 0 && isFlat))
 	r.failoverSummary(p)
+	r.memorySummary(p)
 	p("\n")
 }
 
