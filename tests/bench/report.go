@@ -45,7 +45,7 @@ type report struct {
 	Failover        stack.FailoverResult
 	FailoverCPU     cpuWindow
 	FailoverReaders int
-	Memory *memoryResult // section 7 (nil when not run)
+	Memory          *memoryResult // section 7 (nil when not run)
 
 	Interferers []string
 }
