@@ -28,7 +28,7 @@ type perResource struct {
 var _ dynamic.Interface = (*perResource)(nil)
 
 func newPerResource(cfg *rest.Config, httpClient *http.Client) (*perResource, error) {
-	first, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	first, err := newDynamic(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (p *perResource) client(gr schema.GroupResource) dynamic.Interface {
 		return c
 	}
 	var c dynamic.Interface = p.first
-	if own, err := dynamic.NewForConfigAndClient(p.cfg, p.http); err == nil {
+	if own, err := newDynamic(p.cfg, p.http); err == nil {
 		c = own
 	}
 	p.by[gr] = c

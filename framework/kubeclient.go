@@ -158,13 +158,14 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	cs, err := kubernetes.NewForConfigAndClient(bounded, httpClient)
+	typed := protobufConfig(bounded)
+	cs, err := kubernetes.NewForConfigAndClient(typed, httpClient)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
 	// The Lease has a client (and so a bucket) of its own: a renewal waiting behind a burst of Events
 	// past the renew deadline would cost the leadership.
-	lease, err := kubernetes.NewForConfigAndClient(bounded, httpClient)
+	lease, err := kubernetes.NewForConfigAndClient(typed, httpClient)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
@@ -254,7 +260,27 @@ func containsSpace(s string) bool {
 // handles (holds the Lease when it campaigns for one).
 func startSelected(ctx context.Context, st *stack.Stack, run string, leaderElect bool) (*stack.Operator, error) {
 	env := map[string]string{"PROVISIONING_REQUEST_SELECTOR": runLabel + "=" + run}
-	op, err := st.StartOperator(ctx, env)
+	// The Go runtime as the shipped Deployment runs it: its GOGC, and the soft memory limit main.go
+	// would read from the container's cgroup (there is none here).
+	limit, gogc, err := shippedMemorySettings()
+	if err != nil {
+		return nil, err
+	}
+	env["GOMEMLIMIT"] = strconv.FormatInt(limit.Value()*9/10, 10)
+	if gogc != "" {
+		env["GOGC"] = gogc
+	}
+	var args []string
+	if cpuProfileDir != "" {
+		ports, err := kubeapi.FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+		args = []string{"--debug-pprof=" + addr}
+		defer func() { pprofAddrs[run] = addr }()
+	}
+	op, err := st.StartOperatorWith(ctx, env, args)
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +330,9 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 	}
 	m := startMeter(watchPids)
 	t0 := time.Now()
+	if addr := pprofAddrs[run]; addr != "" {
+		go saveCPUProfile(ctx, addr, filepath.Join(cpuProfileDir, run+".cpu.pprof"), 40*time.Second)
+	}
 	created, cerr := createAll(ctx, dyn, objs, 64)
 	for _, at := range created {
 		if d := at.Sub(t0); d > r.CreateSpan {
@@ -428,4 +457,29 @@ func createExtra(ctx context.Context, dyn dynamic.Interface, n int) error {
 		return nil
 	}
 	return createRealistic(ctx, dyn, "nbi-cache", "nbi-cache", 0, n, 64) // memory.go: as real ones are made
+}
+
+// Development only (--cpu-profile): where each run's operator serves pprof, and where profiles go.
+var (
+	cpuProfileDir string
+	pprofAddrs    = map[string]string{}
+)
+
+// saveCPUProfile saves the operator's CPU profile over the next d.
+func saveCPUProfile(ctx context.Context, addr, file string, d time.Duration) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+	}
 }

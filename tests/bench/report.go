@@ -309,7 +309,9 @@ func (r *report) loadSection(p printer) {
 		"callers) creates them all at once; a watch records when each becomes `fulfilled`. Rate = fulfilled requests ÷ " +
 		"(first create sent → last `fulfilled` seen). Writes are the operator's own mutating requests, counted at its " +
 		"client transport (`rest_client_requests_by_resource_total`), until it has been quiet for 2 s. Each run has a fresh " +
-		"operator selecting only its own requests (`PROVISIONING_REQUEST_SELECTOR`), 8 workers.\n\n")
+		"operator selecting only its own requests (`PROVISIONING_REQUEST_SELECTOR`), 8 workers, and the Go runtime as the " +
+		"shipped Deployment sets it (its `GOGC`, and `GOMEMLIMIT` at 90%% of its memory limit, which main.go would read " +
+		"from the cgroup).\n\n")
 	p("| | default limits (1000/2000 per resource) | `--kube-api-qps=100 --kube-api-burst=200` per resource |\n|---|--:|--:|\n")
 	row := func(name string, f func(loadRun) string) { p("| %s | %s | %s |\n", name, f(d), f(q)) }
 	row("fulfilled / failed", func(l loadRun) string { return fmt.Sprintf("%d / %d", l.Fulfilled, l.Failed) })

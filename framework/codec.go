@@ -1,0 +1,116 @@
+package framework
+
+import (
+	"net/http"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// The codec of our dynamic clients: a JSON answer of the API server becomes an unstructured object in one
+// decoding pass. client-go's (dynamic.ConfigFor) first decodes every body with encoding/json only to find
+// its apiVersion and kind, then again through Unstructured.UnmarshalJSON, which validates and decodes it a
+// third time; a watch event pays that for its envelope and again for its object. Under a burst of 1 000
+// requests those passes were about a fifth of the operator's CPU (docs/benchmarks.md, section 2).
+//
+// The result is the same object client-go's codec gives: the same decoder (sigs.k8s.io/json, case
+// sensitive, integers kept as int64) fills the same map. What client-go would decode into a typed object
+// (a Status, a list) goes to client-go's own codec unchanged.
+
+// protobufConfig is the typed clients' config: built-in kinds (Events, the Lease, Secrets) travel as
+// protobuf, as kube-controller-manager's do, which is cheaper to encode and decode than JSON on both
+// ends; Events are three of a fulfilled request's seven writes. Custom resources have no protobuf form
+// and stay on the dynamic clients' JSON.
+func protobufConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
+}
+
+// newDynamic is dynamic.NewForConfigAndClient with this codec.
+func newDynamic(cfg *rest.Config, h *http.Client) (dynamic.Interface, error) {
+	c := dynamic.ConfigFor(cfg)
+	c.GroupVersion = nil
+	c.APIPath = "/if-you-see-this-search-for-the-break" // as client-go's: every path is absolute
+	c.NegotiatedSerializer = newUnstructuredCodec(c.NegotiatedSerializer)
+	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, h)
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.New(rc), nil
+}
+
+// unstructuredCodec is client-go's dynamic codec with the JSON decoders replaced.
+type unstructuredCodec struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func newUnstructuredCodec(inner runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+	infos := slices.Clone(inner.SupportedMediaTypes())
+	for i := range infos {
+		if infos[i].MediaType != runtime.ContentTypeJSON {
+			continue
+		}
+		infos[i].Serializer = oneDecode{infos[i].Serializer}
+		if s := infos[i].StreamSerializer; s != nil {
+			stream := *s
+			stream.Serializer = watchEnvelope{s.Serializer}
+			infos[i].StreamSerializer = &stream
+		}
+	}
+	return unstructuredCodec{NegotiatedSerializer: inner, infos: infos}
+}
+
+func (c unstructuredCodec) SupportedMediaTypes() []runtime.SerializerInfo { return c.infos }
+
+// oneDecode decodes an object into an Unstructured in one pass.
+type oneDecode struct{ runtime.Serializer }
+
+func (d oneDecode) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	u, ok := into.(*unstructured.Unstructured)
+	if into != nil && !ok {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	m := map[string]any{}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
+		return nil, nil, err
+	}
+	if into == nil {
+		// client-go answers a Status or a list as such: leave those to it.
+		if _, list := m["items"]; list || m["kind"] == "Status" {
+			return d.Serializer.Decode(data, defaults, nil)
+		}
+		u = &unstructured.Unstructured{}
+	}
+	u.Object = m
+	gvk := u.GroupVersionKind()
+	if gvk.Kind == "" {
+		return nil, &gvk, runtime.NewMissingKindErr(string(data))
+	}
+	return u, &gvk, nil
+}
+
+// watchEnvelope decodes a watch event's envelope ({"type", "object"}) straight into a WatchEvent; the
+// object is decoded by oneDecode. client-go's decodes the envelope with encoding/json first, to read an
+// apiVersion and kind it does not have.
+type watchEnvelope struct{ runtime.Serializer }
+
+func (d watchEnvelope) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	ev, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return d.Serializer.Decode(data, defaults, into)
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, ev); err != nil {
+		return nil, nil, err
+	}
+	gvk := metav1.SchemeGroupVersion.WithKind("WatchEvent")
+	return ev, &gvk, nil
+}
