@@ -53,7 +53,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) error {
 	gvr := external.ClusterGVR(clusterVersion)
 	srv.EnableInventory(iw.view, func(name string) (*unstructured.Unstructured, bool, error) {
-		return op.Cache().Get(gvr, chainCfg.ClusterNamespace, name)
+		return op.Cache().Peek(gvr, chainCfg.ClusterNamespace, name) // read only, as nbi.ClusterGetter allows
 	})
 	if namespace == "" {
 		namespace = "default"

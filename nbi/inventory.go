@@ -22,6 +22,7 @@ const (
 )
 
 // ClusterGetter reads a Cluster API Cluster from the operator's cache by name (in CLUSTER_NAMESPACE).
+// The NBI only reads what it answers, so it may answer the cache's own object.
 type ClusterGetter func(name string) (*unstructured.Unstructured, bool, error)
 
 // inventoryAPI is what EnableInventory adds to a Server.
@@ -29,6 +30,7 @@ type inventoryAPI struct {
 	view     *inventory.View
 	cfg      inventory.Config
 	clusters ClusterGetter
+	dms      deploymentManagerMemo
 
 	subs       *inventory.SubscriptionStore // nil: subscriptions not served (EnableSubscriptions)
 	subCreated func()

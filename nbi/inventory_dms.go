@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -22,6 +26,10 @@ func (s *Server) deploymentManagers() ([]*inventory.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	memo := &s.inventory.dms
+	memo.mu.Lock()
+	defer memo.mu.Unlock()
+	next := make(map[string]dmMemo, len(memo.by))
 	var out []*inventory.Entry
 	for _, o := range objs {
 		if v1alpha1.StatusOf(o).State != v1alpha1.StateFulfilled || o.GetDeletionTimestamp() != nil {
@@ -38,21 +46,50 @@ func (s *Server) deploymentManagers() ([]*inventory.Entry, error) {
 		if !found {
 			continue
 		}
-		c := &inventory.Cluster{
-			UID: string(cl.GetUID()), Namespace: cl.GetNamespace(), Name: cl.GetName(),
-			RequestID: o.GetName(), RequestUID: string(o.GetUID()),
-			ResourceIDs: s.resourceIDs(v1alpha1.ResourceSetOf(o).InfrastructureResourceIDs),
-			APIVersion:  strings.TrimPrefix(cl.GetAPIVersion(), external.ClusterGroup+"/"),
+		m, ok := memo.by[o.GetName()]
+		if !ok || m.requestUID != o.GetUID() || m.requestRV != o.GetResourceVersion() ||
+			m.clusterUID != cl.GetUID() || m.clusterRV != cl.GetResourceVersion() || m.clusterRV == "" {
+			m = dmMemo{o.GetUID(), o.GetResourceVersion(), cl.GetUID(), cl.GetResourceVersion(), s.deploymentManager(o, cl)}
 		}
-		if ep, ok := cl.Object["spec"].(map[string]any)["controlPlaneEndpoint"].(map[string]any); ok {
-			if host, _ := ep["host"].(string); host != "" {
-				c.Endpoint = fmt.Sprintf("https://%s:%v", host, portOf(ep["port"]))
-			}
-		}
-		out = append(out, s.inventory.cfg.DeploymentManagerEntry(c))
+		next[o.GetName()] = m
+		out = append(out, m.entry)
 	}
+	memo.by = next
 	slices.SortFunc(out, func(a, b *inventory.Entry) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// deploymentManagerMemo keeps each deployment manager's entry until its request or its Cluster
+// changes (another resourceVersion): the notifier asks for all of them every ManagerPoll, and
+// re-encoding thousands of unchanged entries each time was most of an idle operator's work.
+type deploymentManagerMemo struct {
+	mu sync.Mutex
+	by map[string]dmMemo // by request name
+}
+
+// dmMemo is one entry and the versions it was made of (none kept when the Cluster has no version).
+type dmMemo struct {
+	requestUID types.UID
+	requestRV  string
+	clusterUID types.UID
+	clusterRV  string
+	entry      *inventory.Entry
+}
+
+// deploymentManager is the entry of request o's Cluster cl (read only: it may be the cache's own).
+func (s *Server) deploymentManager(o, cl *unstructured.Unstructured) *inventory.Entry {
+	c := &inventory.Cluster{
+		UID: string(cl.GetUID()), Namespace: cl.GetNamespace(), Name: cl.GetName(),
+		RequestID: o.GetName(), RequestUID: string(o.GetUID()),
+		ResourceIDs: s.resourceIDs(v1alpha1.ResourceSetOf(o).InfrastructureResourceIDs),
+		APIVersion:  strings.TrimPrefix(cl.GetAPIVersion(), external.ClusterGroup+"/"),
+	}
+	if ep, ok := cl.Object["spec"].(map[string]any)["controlPlaneEndpoint"].(map[string]any); ok {
+		if host, _ := ep["host"].(string); host != "" {
+			c.Endpoint = fmt.Sprintf("https://%s:%v", host, portOf(ep["port"]))
+		}
+	}
+	return s.inventory.cfg.DeploymentManagerEntry(c)
 }
 
 // portOf reads the endpoint's port (6443 when the Cluster names none).

@@ -331,7 +331,11 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 	m := startMeter(watchPids)
 	t0 := time.Now()
 	if addr := pprofAddrs[run]; addr != "" {
-		go saveCPUProfile(ctx, addr, filepath.Join(cpuProfileDir, run+".cpu.pprof"), 40*time.Second)
+		go func() {
+			saveProfile(ctx, addr, "profile?seconds=40", filepath.Join(cpuProfileDir, run+".cpu.pprof"))
+			saveProfile(ctx, addr, "allocs", filepath.Join(cpuProfileDir, run+".allocs.pprof"))
+			saveProfile(ctx, addr, "heap?gc=1", filepath.Join(cpuProfileDir, run+".heap.pprof"))
+		}()
 	}
 	created, cerr := createAll(ctx, dyn, objs, 64)
 	for _, at := range created {
@@ -465,13 +469,12 @@ var (
 	pprofAddrs    = map[string]string{}
 )
 
-// saveCPUProfile saves the operator's CPU profile over the next d.
-func saveCPUProfile(ctx context.Context, addr, file string, d time.Duration) {
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds()))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// saveProfile saves one of the operator's pprof profiles (a CPU profile's query says for how long).
+func saveProfile(ctx context.Context, addr, profile, file string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+profile, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", profile, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -480,6 +483,6 @@ func saveCPUProfile(ctx context.Context, addr, file string, d time.Duration) {
 		err = os.WriteFile(file, b, 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		fmt.Fprintf(os.Stderr, "profile %s: %v\n", profile, err)
 	}
 }

@@ -69,7 +69,7 @@ func main() {
 	flag.DurationVar(&c.budget, "budget", 7*time.Minute, "no re-run starts after this much time")
 	flag.BoolVar(&c.skipGo, "skip-go", false, "skip the Go benchmarks (development)")
 	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI) or stack \"c\" (memory)")
-	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "development: save the operator's CPU profile over each load run in this directory")
+	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "development: save the operator's CPU profile over each load run, then its allocations and live heap, in this directory")
 	flag.Parse()
 	cpuProfileDir = c.cpuProfile
 	c.command = "go run ./tests/bench " + strings.Join(os.Args[1:], " ")
