@@ -20,19 +20,33 @@ type perResource struct {
 	cfg  *rest.Config
 	http *http.Client
 	mu   sync.Mutex
-	by   map[schema.GroupResource]dynamic.Interface
+	by   map[schema.GroupResource]resourceClients
 	// first serves any resource if building a client ever failed (it cannot with a config that built one).
-	first dynamic.Interface
+	first resourceClients
+}
+
+// resourceClients are one resource's clients: the dynamic one and the REST client under it (one bucket).
+type resourceClients struct {
+	dynamic.Interface
+	rest rest.Interface
 }
 
 var _ dynamic.Interface = (*perResource)(nil)
 
 func newPerResource(cfg *rest.Config, httpClient *http.Client) (*perResource, error) {
-	first, err := newDynamic(cfg, httpClient)
+	first, err := newResourceClients(cfg, httpClient)
 	if err != nil {
 		return nil, err
 	}
-	return &perResource{cfg: cfg, http: httpClient, by: map[schema.GroupResource]dynamic.Interface{}, first: first}, nil
+	return &perResource{cfg: cfg, http: httpClient, by: map[schema.GroupResource]resourceClients{}, first: first}, nil
+}
+
+func newResourceClients(cfg *rest.Config, h *http.Client) (resourceClients, error) {
+	rc, err := newRESTClient(cfg, h)
+	if err != nil {
+		return resourceClients{}, err
+	}
+	return resourceClients{dynamic.New(rc), rc}, nil
 }
 
 // Resource answers the resource's own client, built on first use.
@@ -40,14 +54,14 @@ func (p *perResource) Resource(gvr schema.GroupVersionResource) dynamic.Namespac
 	return p.client(gvr.GroupResource()).Resource(gvr)
 }
 
-func (p *perResource) client(gr schema.GroupResource) dynamic.Interface {
+func (p *perResource) client(gr schema.GroupResource) resourceClients {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.by[gr]; ok {
 		return c
 	}
-	var c dynamic.Interface = p.first
-	if own, err := newDynamic(p.cfg, p.http); err == nil {
+	c := p.first
+	if own, err := newResourceClients(p.cfg, p.http); err == nil {
 		c = own
 	}
 	p.by[gr] = c

@@ -161,16 +161,16 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	st := c.stateLocked(key, "uid-w5")
 	st.shared.initial = true
 	c.mu.Unlock()
-	written := widget("unit", "w5", nil)
-	written.SetUID("uid-w5")
-	written.SetResourceVersion("7") // we wrote; the cache still holds resourceVersion 1
-	c.wrote(key, written)
+	ours := widget("unit", "w5", nil)
+	ours.SetUID("uid-w5")
+	ours.SetResourceVersion("7") // we wrote; the cache still holds resourceVersion 1
+	c.wrote(key, writtenOf(ours))
 
 	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
 	assert.Zero(t, runs, "a stale cache is not acted on")
 
 	// The echo arrives: it is ours, so it does not count as a change, but the parked pass is released.
-	fresh := written.DeepCopy()
+	fresh := ours.DeepCopy()
 	fresh.SetAnnotations(map[string]string{testPrefix + "/last-handled-configuration": kopf.EncodeDiffBase(essence(widget("unit", "w5", map[string]any{"a": "b"}), testPrefix))})
 	fresh.Object["spec"] = map[string]any{"a": "b"}
 	require.NoError(t, c.informer.GetIndexer().Update(fresh))
@@ -179,7 +179,7 @@ func TestAPassWaitsForItsOwnWriteToReachTheCache(t *testing.T) {
 	assert.Equal(t, 1, runs)
 
 	// Had the echo never come, the pass would proceed after the freshness timeout.
-	c.wrote(key, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "w5", "uid": "uid-w5", "resourceVersion": "99"}}})
+	c.wrote(key, written{ResourceVersion: "99", UID: "uid-w5"})
 	c.mu.Lock()
 	c.objects[key].shared.initial = true
 	c.mu.Unlock()
@@ -214,7 +214,7 @@ func TestAgainRunsTheHandlerOnceItsOwnWritesAreVisible(t *testing.T) {
 	written.SetResourceVersion("7")
 	written.SetFinalizers([]string{testFinalizer})
 	written.Object["status"] = map[string]any{"step": "recorded"}
-	c.wrote(key, written)
+	c.wrote(key, writtenOf(written))
 	clk.Step(againDelay)
 	assert.Equal(t, passResult{after: c.op.opts.FreshnessTimeout}, c.sync(context.Background(), key))
 	assert.Len(t, seen, 1, "not run on a cache older than its own write")

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -8,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	sigsjson "sigs.k8s.io/json"
@@ -34,17 +37,51 @@ func protobufConfig(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// newDynamic is dynamic.NewForConfigAndClient with this codec.
-func newDynamic(cfg *rest.Config, h *http.Client) (dynamic.Interface, error) {
+// newRESTClient is the REST client under dynamic.NewForConfigAndClient, with this codec.
+func newRESTClient(cfg *rest.Config, h *http.Client) (rest.Interface, error) {
 	c := dynamic.ConfigFor(cfg)
 	c.GroupVersion = nil
 	c.APIPath = "/if-you-see-this-search-for-the-break" // as client-go's: every path is absolute
 	c.NegotiatedSerializer = newUnstructuredCodec(c.NegotiatedSerializer)
-	rc, err := rest.UnversionedRESTClientForConfigAndClient(c, h)
-	if err != nil {
-		return nil, err
+	return rest.UnversionedRESTClientForConfigAndClient(c, h)
+}
+
+// written is what the framework keeps of a write's answer: the version it made, and whose.
+type written struct {
+	ResourceVersion string
+	UID             types.UID
+}
+
+func writtenOf(u *unstructured.Unstructured) written {
+	return written{u.GetResourceVersion(), u.GetUID()}
+}
+
+// patchIdentity sends a JSON merge patch and decodes only the identity of the answer. The answer is the
+// whole object, managedFields and all, and the framework keeps nothing else of it (the watch brings the
+// object): decoding it into maps was a quarter of the operator's allocations under a burst.
+func (p *perResource) patchIdentity(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, body []byte, sub ...string) (written, error) {
+	path := []string{"apis", gvr.Group, gvr.Version}
+	if gvr.Group == "" {
+		path = []string{"api", gvr.Version}
 	}
-	return dynamic.New(rc), nil
+	if namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	path = append(append(path, gvr.Resource, name), sub...)
+	raw, err := p.client(gvr.GroupResource()).rest.Patch(types.MergePatchType).AbsPath(path...).Body(body).Do(ctx).Raw()
+	if err != nil {
+		return written{}, err
+	}
+	var answer struct {
+		Metadata struct {
+			ResourceVersion string    `json:"resourceVersion"`
+			UID             types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &answer); err != nil {
+		return written{}, fmt.Errorf("decoding the answer to a patch of %s %s: %w", gvr.Resource, name, err)
+	}
+	return written(answer.Metadata), nil
 }
 
 // unstructuredCodec is client-go's dynamic codec with the JSON decoders replaced.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -273,3 +274,61 @@ func TestBuiltInKindsTravelAsProtobuf(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A patch through the identity-only path reaches the server as the dynamic client's would (the same
+// path, namespaced or not, core group or not, subresource) and answers the version and uid the server
+// holds; its errors are the dynamic client's (a stale version conflicts, a missing object is not found).
+func TestPatchIdentityAnswersWhatTheServerWrote(t *testing.T) {
+	srv := kubeapi.Shared(t)
+	clients, err := NewClients(srv.AdminConfig(), DefaultClientOptions())
+	require.NoError(t, err)
+	pr := clients.Dynamic.(*perResource)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	u := widget("identity", "identity-widget", map[string]any{"a": "b"})
+	created, err := clients.Dynamic.Resource(widgetGVR).Create(ctx, u, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = clients.Dynamic.Resource(widgetGVR).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+	})
+
+	w, err := pr.patchIdentity(ctx, widgetGVR, "", u.GetName(), []byte(`{"status":{"phase":"done"}}`), "status")
+	require.NoError(t, err)
+	got, err := clients.Dynamic.Resource(widgetGVR).Get(ctx, u.GetName(), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, writtenOf(got), w)
+	assert.Equal(t, created.GetUID(), w.UID)
+	assert.Equal(t, "done", got.Object["status"].(map[string]any)["phase"])
+
+	stale := []byte(`{"metadata":{"resourceVersion":"` + created.GetResourceVersion() + `","labels":{"x":"y"}}}`)
+	_, err = pr.patchIdentity(ctx, widgetGVR, "", u.GetName(), stale)
+	assert.True(t, apierrors.IsConflict(err), "a stale version: %v", err)
+	_, err = pr.patchIdentity(ctx, widgetGVR, "", "no-such-widget", []byte(`{"metadata":{"labels":{"x":"y"}}}`))
+	assert.True(t, apierrors.IsNotFound(err), "a missing object: %v", err)
+
+	g := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "test.o2ims.io/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "identity-gadget", "namespace": "default"}}}
+	createdG, err := clients.Dynamic.Resource(gadgetGVR).Namespace("default").Create(ctx, g, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = clients.Dynamic.Resource(gadgetGVR).Namespace("default").Delete(context.Background(), g.GetName(), metav1.DeleteOptions{})
+	})
+	w, err = pr.patchIdentity(ctx, gadgetGVR, "default", g.GetName(), []byte(`{"metadata":{"labels":{"x":"y"}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, createdG.GetUID(), w.UID)
+	assert.NotEqual(t, createdG.GetResourceVersion(), w.ResourceVersion)
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "identity-cm", Namespace: "default"}}
+	createdCM, err := srv.AdminClientset().CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = srv.AdminClientset().CoreV1().ConfigMaps("default").Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+	})
+	w, err = pr.patchIdentity(ctx, corev1.SchemeGroupVersion.WithResource("configmaps"), "default", cm.Name, []byte(`{"data":{"k":"v"}}`))
+	require.NoError(t, err)
+	gotCM, err := srv.AdminClientset().CoreV1().ConfigMaps("default").Get(ctx, cm.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, written{gotCM.ResourceVersion, createdCM.UID}, w)
+	assert.Equal(t, "v", gotCM.Data["k"])
+}

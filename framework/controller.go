@@ -242,8 +242,8 @@ func (c *controller) startHandling() {
 
 // wrote remembers the resourceVersion of our own write, unless the cache already holds it (its event won
 // the race against our HTTP response).
-func (c *controller) wrote(key string, u *unstructured.Unstructured) {
-	rv := u.GetResourceVersion()
+func (c *controller) wrote(key string, w written) {
+	rv := w.ResourceVersion
 	if rv == "" {
 		return
 	}
@@ -255,7 +255,7 @@ func (c *controller) wrote(key string, u *unstructured.Unstructured) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := &c.stateLocked(key, u.GetUID()).shared
+	st := &c.stateLocked(key, w.UID).shared
 	if cachedRV != "" && rvReached(cachedRV, rv) {
 		return
 	}

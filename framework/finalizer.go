@@ -5,9 +5,6 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -110,16 +107,16 @@ func (c *controller) rideFinalizer(u *unstructured.Unstructured, p *Patch) {
 // needs it yet), that conflict must not cost the pass's other changes: they are sent again without it, as
 // they would have been without the ride (the diff-base computed from the object this pass handled, so a
 // spec change that raced it is seen as an update next pass, not folded into a re-run create).
-func (c *controller) patchObject(ctx context.Context, ri dynamic.ResourceInterface, u *unstructured.Unstructured, p *Patch, body []byte) (*unstructured.Unstructured, error) {
-	out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+func (c *controller) patchObject(ctx context.Context, u *unstructured.Unstructured, p *Patch, body []byte) (written, error) {
+	out, err := c.mergePatch(ctx, u, body)
 	if err == nil || !p.finalizerRides || !apierrors.IsConflict(err) {
 		return out, err
 	}
 	p.finalizers, p.finalizerRides = nil, false
 	if body = p.metadataPatch(u); body == nil {
-		return nil, err
+		return written{}, err
 	}
-	return ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+	return c.mergePatch(ctx, u, body)
 }
 
 // afterStatus is the object as the pass's status patch will leave it.

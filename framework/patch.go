@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -141,18 +142,17 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 // write failed; res then says when to come back.
 func (p *pass) apply() (res passResult, ok bool) {
 	c, u := p.c, p.obj
-	ri := c.resourceClient(u)
 	if body := p.patch.statusPatch(u); body != nil {
-		out, err := ri.Patch(p.ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status")
+		out, err := c.mergePatch(p.ctx, u, body, "status")
 		if err != nil {
 			return p.writeFailed("status", err), false
 		}
 		c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
 		c.wrote(p.key, out)
-		u.SetResourceVersion(out.GetResourceVersion())
+		u.SetResourceVersion(out.ResourceVersion)
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
-		out, err := c.patchObject(p.ctx, ri, u, p.patch, body)
+		out, err := c.patchObject(p.ctx, u, p.patch, body)
 		if err != nil {
 			return p.writeFailed("object", err), false
 		}
@@ -178,9 +178,23 @@ func (p *pass) writeFailed(what string, err error) passResult {
 	}
 }
 
-func (c *controller) resourceClient(u *unstructured.Unstructured) dynamic.ResourceInterface {
+// mergePatch sends a JSON merge patch of u (or of its subresource) and answers what it wrote: through
+// the identity-only path when the clients are NewClients' (codec.go), else (a fake) the dynamic client.
+func (c *controller) mergePatch(ctx context.Context, u *unstructured.Unstructured, body []byte, sub ...string) (written, error) {
+	ns := ""
 	if c.w.namespaced {
-		return c.client.Namespace(u.GetNamespace())
+		ns = u.GetNamespace()
 	}
-	return c.client
+	if pr, ok := c.op.clients.Dynamic.(*perResource); ok {
+		return pr.patchIdentity(ctx, c.w.gvr, ns, u.GetName(), body, sub...)
+	}
+	ri := dynamic.ResourceInterface(c.client)
+	if c.w.namespaced {
+		ri = c.client.Namespace(ns)
+	}
+	out, err := ri.Patch(ctx, u.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, sub...)
+	if err != nil {
+		return written{}, err
+	}
+	return writtenOf(out), nil
 }
