@@ -16,14 +16,14 @@ type named struct {
 	enc  *encoded
 }
 
-// encoded is what a list derives from one request: its complete Info as JSON and its filter attributes,
+// encoded is what a list derives from one request: its complete Info as JSON and as the Info a filter reads,
 // each made on first use and carried from one id order to the next while the request's resourceVersion
 // stays. An object of a given resourceVersion never changes, and deriving them was most of what a list
 // page cost. Both are read-only once stored; two pages deriving one at once store equal values.
 type encoded struct {
 	resourceVersion string // "" (a store that sets none): never carried over
 	json            atomic.Pointer[[]byte]
-	attrs           atomic.Pointer[map[string]any]
+	info            atomic.Pointer[ProvisioningRequestInfo] // what its filter attributes are read from
 }
 
 // byID is the cached requests in provisioningRequestId order, kept for one revision of a

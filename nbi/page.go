@@ -37,15 +37,14 @@ func (s *Server) page(sorted []named, marker string, f query.Filter, sel selecti
 	return items, false
 }
 
-// attributesOf answers a request's filter attributes, derived once per resourceVersion.
-func (s *Server) attributesOf(c named) map[string]any {
-	if a := c.enc.attrs.Load(); a != nil {
-		return *a
+// attributesOf answers a request's filter attributes: its Info, derived once per resourceVersion.
+func (s *Server) attributesOf(c named) query.Tree {
+	if i := c.enc.info.Load(); i != nil {
+		return i.attributes()
 	}
 	info := s.infoOf(c.obj)
-	a := info.attributes()
-	c.enc.attrs.Store(&a)
-	return a
+	c.enc.info.Store(&info)
+	return info.attributes()
 }
 
 // jsonPage is a page without a filter or an attribute selector, as the JSON answer: the complete Info

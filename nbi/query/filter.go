@@ -213,9 +213,16 @@ func (f Filter) String() string {
 	return b.String()
 }
 
-// Match reports whether a ProvisioningRequestInfo, as a generic tree (objects as map[string]any, arrays
-// as []any or []string, numbers as int64 or float64), satisfies every condition.
-func (f Filter) Match(attrs map[string]any) bool {
+// Tree is an object of the attribute tree that answers its own members, so that a caller can filter
+// what it holds without building maps of it. Child answers a member as the tree's other values are: a
+// string, number or bool, a []string or []any, a map[string]any or another Tree.
+type Tree interface {
+	Child(name string) (any, bool)
+}
+
+// Match reports whether a ProvisioningRequestInfo, as a generic tree (objects as map[string]any or Tree,
+// arrays as []any or []string, numbers as int64 or float64), satisfies every condition.
+func (f Filter) Match(attrs any) bool {
 	for _, c := range f {
 		if !c.match(attrs) {
 			return false
@@ -227,7 +234,7 @@ func (f Filter) Match(attrs map[string]any) bool {
 // match evaluates one condition. An attribute that is an array (or reached through one) matches when any
 // element does; the negated operators (neq, nin, ncont) are the negation of eq, in and cont, so they hold
 // when no element matches — also when the attribute is absent, where eq, in and cont do not hold.
-func (c condition) match(attrs map[string]any) bool {
+func (c condition) match(attrs any) bool {
 	leaves := collect(attrs, c.path, nil)
 	switch c.op {
 	case "neq":
@@ -282,6 +289,15 @@ func collect(v any, path []string, out []any) []any {
 			return append(out, t)
 		}
 		child, ok := t[path[0]]
+		if !ok {
+			return out
+		}
+		return collect(child, path[1:], out)
+	case Tree:
+		if len(path) == 0 {
+			return append(out, t)
+		}
+		child, ok := t.Child(path[0])
 		if !ok {
 			return out
 		}

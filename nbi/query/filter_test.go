@@ -140,7 +140,8 @@ func TestFilterEvaluation(t *testing.T) {
 	})
 }
 
-// matchesAll parses each expression and checks whether it matches attrs.
+// matchesAll parses each expression and checks whether it matches attrs, given as maps and as a Tree
+// (every object of it answering its own members): both forms must match alike.
 func matchesAll(t *testing.T, attrs map[string]any, cases map[string]bool) {
 	t.Helper()
 	for expr, want := range cases {
@@ -152,5 +153,30 @@ func matchesAll(t *testing.T, attrs map[string]any, cases map[string]bool) {
 		if got := f.Match(attrs); got != want {
 			t.Errorf("%s: matched %v, want %v", expr, got, want)
 		}
+		if got := f.Match(mapTree(attrs)); got != want {
+			t.Errorf("%s: as a Tree, matched %v, want %v", expr, got, want)
+		}
 	}
+}
+
+// mapTree is a map answering as a Tree, its objects (also inside arrays) as Trees too.
+type mapTree map[string]any
+
+func (m mapTree) Child(name string) (any, bool) {
+	v, ok := m[name]
+	return asTree(v), ok
+}
+
+func asTree(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return mapTree(t)
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = asTree(e)
+		}
+		return out
+	}
+	return v
 }
