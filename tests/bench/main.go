@@ -192,6 +192,8 @@ func stackA(ctx context.Context, c *config, rep *report) error {
 		return err
 	}
 	defer st.Stop()
+	// Two runs, reported by their mean: the issue measured the peer so, and one run of this burst varies
+	// by a tenth on this machine.
 	for attempt := 1; attempt <= 2; attempt++ {
 		run := fmt.Sprintf("load-default-%d", attempt)
 		say(c, "2. load, default client limits: %d requests at once (run %d)", c.n, attempt)
@@ -212,10 +214,9 @@ func stackA(ctx context.Context, c *config, rep *report) error {
 			return err
 		}
 		say(c, "   %.1f deleted/s, %.2f calls/request", r.Del.Rate, r.Del.CallsPerRequest())
-		rep.LoadDefault, rep.LoadDefaultRuns = r, attempt
-		if attempt == 2 || !c.disturbed(r.CPU, "load (default limits)") {
-			break
-		}
+		c.disturbed(r.CPU, "load (default limits)") // noted; both runs count, as the peer's were measured
+		rep.LoadDefault = r
+		rep.LoadDefaultAll = append(rep.LoadDefaultAll, r)
 	}
 	say(c, "4. NetBox: %d uncontended requests (3 hosts each), then %d requests × 1 host over %d hosts", c.seq, c.race, c.hosts)
 	nb, err := runNetBox(ctx, st, c.seq, c.race, 10*time.Second)
@@ -255,13 +256,22 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 			return err
 		}
 		say(c, "   %.1f requests/s, %.2f writes/request (%.2f with events)", r.Rate, r.WritesPerRequest(false), r.WritesPerRequest(true))
-		rep.LoadQPS, rep.LoadQPSRuns = r, attempt
-		leader, leaderOp = run, op
-		defer func() { _ = op.Stop(5 * time.Second) }() // stopped once more is a no-op
-		if attempt == 2 || !c.disturbed(r.CPU, "load (qps 100)") {
-			break // this leader keeps the Lease for the NBI sections
+		c.disturbed(r.CPU, "load (qps 100)") // noted; both runs count
+		if attempt == 2 {
+			// This leader keeps the Lease and its requests for the NBI sections; they are deleted after.
+			rep.LoadQPS = r
+			leader, leaderOp = run, op
+			defer func() { _ = op.Stop(5 * time.Second) }() // stopped once more is a no-op
+			break
 		}
+		say(c, "2. deletion, --kube-api-qps=100 --kube-api-burst=200: the %d at once (run %d)", c.n, attempt)
+		r.Del, err = runDelete(ctx, st, op, run, c.n)
 		_ = op.Stop(5 * time.Second) // releases the Lease for the next run's leader
+		if err != nil {
+			return err
+		}
+		say(c, "   %.1f deleted/s, %.2f calls/request", r.Del.Rate, r.Del.CallsPerRequest())
+		rep.LoadQPSAll = append(rep.LoadQPSAll, r)
 	}
 
 	// 3. 10 000 requests in a cache that the leader does not handle: the extra ones carry a label its
@@ -341,6 +351,7 @@ func stackB(ctx context.Context, c *config, rep *report) error {
 		return err
 	}
 	rep.LoadQPS.Del = d
+	rep.LoadQPSAll = append(rep.LoadQPSAll, rep.LoadQPS)
 	say(c, "   %.1f deleted/s, %.2f calls/request", d.Rate, d.CallsPerRequest())
 	_ = leaderOp.Stop(5 * time.Second)
 
