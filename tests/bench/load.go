@@ -89,6 +89,9 @@ type tracker struct {
 	state     map[string]string
 	fulfilled map[string]time.Time
 	message   map[string]string
+	// shown: every (state, message) each request was seen with, as the operator wrote them: a watch
+	// delivers every version, so these are the status values its status PATCHes set.
+	shown map[string]map[string]bool
 }
 
 func stateOf(u *unstructured.Unstructured) (string, string) {
@@ -102,6 +105,12 @@ func (t *tracker) record(u *unstructured.Unstructured, at time.Time) {
 	defer t.mu.Unlock()
 	t.state[u.GetName()] = s
 	t.message[u.GetName()] = m
+	if s != "" {
+		if t.shown[u.GetName()] == nil {
+			t.shown[u.GetName()] = map[string]bool{}
+		}
+		t.shown[u.GetName()][s+": "+m] = true
+	}
 	if s == v1alpha1.StateFulfilled {
 		if _, seen := t.fulfilled[u.GetName()]; !seen {
 			t.fulfilled[u.GetName()] = at
@@ -121,7 +130,7 @@ func (t *tracker) counts() map[string]int {
 }
 
 func track(ctx context.Context, dyn dynamic.Interface, selector string) (*tracker, error) {
-	t := &tracker{state: map[string]string{}, fulfilled: map[string]time.Time{}, message: map[string]string{}}
+	t := &tracker{state: map[string]string{}, fulfilled: map[string]time.Time{}, message: map[string]string{}, shown: map[string]map[string]bool{}}
 	list, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -208,6 +217,10 @@ type loadRun struct {
 	EventReasons map[string]int     // their reasons (with their counts)
 	EventsDue    float64            // events the operator's handlers and framework posted (o2ims_events_posted_total)
 	EventsHeld   int                // what the API server holds of them: its events' counts summed (a repeat is a count)
+	// Statuses: how many requests were seen with each status (state: message), and the distinct ones
+	// per request on average.
+	Statuses           map[string]int
+	StatusesPerRequest float64
 	EventsLost   float64            // events the operator's recorder dropped, by its own count (o2ims_events_dropped_total)
 	Codes        map[string]float64 // the operator's write answers other than 2xx, by "resource METHOD code"
 	Note         string
@@ -356,6 +369,15 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 	c := t.counts()
 	r.Fulfilled, r.Failed = c[v1alpha1.StateFulfilled], c[v1alpha1.StateFailed]
 	t.mu.Lock()
+	r.Statuses = map[string]int{}
+	shown := 0
+	for _, set := range t.shown {
+		for st := range set {
+			r.Statuses[st]++
+		}
+		shown += len(set)
+	}
+	r.StatusesPerRequest = float64(shown) / float64(max(len(t.shown), 1))
 	var lats []float64
 	var last time.Time
 	for nm, at := range t.fulfilled {

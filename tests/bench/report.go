@@ -238,8 +238,29 @@ func (r *report) writesBound() string {
 		return fmt.Sprintf("per request %.2f metadata PATCH of the request (kopf's diff-base annotations once the create handler succeeded, the finalizer riding along), %.2f status PATCHes (progressing, fulfilled), %.2f PackageVariant POST",
 			d.Writes["provisioningrequests"]/f, d.Writes["provisioningrequests/status"]/f, d.Writes["packagevariants"]/f)
 	}
-	return fmt.Sprintf("per request %.2f metadata PATCHes of the request, %.2f status PATCHes, %.2f PackageVariant POSTs",
-		d.Writes["provisioningrequests"]/f, d.Writes["provisioningrequests/status"]/f, d.Writes["packagevariants"]/f)
+	return fmt.Sprintf("per request %.2f metadata PATCHes of the request, %.2f status PATCHes, %.2f PackageVariant POSTs; "+
+		"the requests showed %.2f distinct statuses each (%s)",
+		d.Writes["provisioningrequests"]/f, d.Writes["provisioningrequests/status"]/f, d.Writes["packagevariants"]/f,
+		d.StatusesPerRequest, statuses(d))
+}
+
+// statuses lists how many requests showed each status, the most shown first.
+func statuses(l loadRun) string {
+	keys := make([]string, 0, len(l.Statuses))
+	for k := range l.Statuses {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if l.Statuses[keys[i]] != l.Statuses[keys[j]] {
+			return l.Statuses[keys[i]] > l.Statuses[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d “%s”", l.Statuses[k], k)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func reasons(l loadRun) string {
@@ -426,7 +447,12 @@ func (r *report) loadSection(p printer) {
 		p(" The four writes every fulfilled request needs: the PackageVariant, the `progressing` and `fulfilled` status " +
 			"PATCHes FOCOM reads, and kopf's diff-base (the compatibility that lets a request the Python operator handled be " +
 			"resumed, not re-created; it cannot ride on a status PATCH: the status subresource ignores metadata). The " +
-			"finalizer rides along the diff-base; anything above four is a status message changing while the request waits.")
+			"finalizer rides along the diff-base; anything above four is a status message changing while the request waits: " +
+			"a status PATCH is written only when it changes what the request says, and the distinct statuses the requests " +
+			"showed (counted from a watch, which delivers every version) are as many as the status PATCHes. Above the two " +
+			"every request shows are the ones that saw their PackageVariant ready before its Cluster existed or had a phase: the Python " +
+			"operator's “Cluster resource creation ongoing”, which FOCOM reads; with a real Porch and Cluster API that wait " +
+			"lasts minutes, so it is the common case there, not the exception.")
 	}
 	p(" Events come on top; per request, by reason, as the API server holds them after the default-limits run: %s.\n\n", reasons(d))
 	if q.Fulfilled > 0 && d.Fulfilled > 0 {
