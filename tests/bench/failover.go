@@ -11,9 +11,10 @@ const (
 
 // failoverBound is the latest a standby can take an unreleased Lease after the holder died: the Lease
 // must have gone unrenewed for its duration as the standby observed it (up to a jittered retry period
-// after the last renewal, which was up to a retry period before the kill), and the standby tries once
-// per jittered retry period (client-go's jitter is 1.2).
-const failoverBound = failoverLease + 2*failoverRetry*12/10
+// after the last renewal, which came at or before the kill), and the standby tries once per jittered
+// retry period. client-go's jitter factor is 1.2 and wait.Jitter adds up to that many periods, so a
+// jittered retry period is 1 to 2.2 retry periods.
+const failoverBound = failoverLease + 2*failoverRetry*22/10
 
 func (r *report) failoverOK() (reads, leader, twice bool) {
 	f := r.Failover
@@ -68,7 +69,8 @@ func (r *report) failoverSection(p printer) {
 	}
 	p("**The Lease bound.** client-go's leader election cannot take a Lease its holder did not release before it has gone unrenewed "+
 		"for the Lease duration as the standby observed it: the holder renews every retry period (%s), the standby notices a renewal up "+
-		"to a jittered retry period later and tries once per jittered retry period, so SIGKILL → new leader lies between about %s and %s; "+
+		"to a jittered retry period later and tries once per jittered retry period (1 to 2.2 retry periods: client-go's jitter factor 1.2), "+
+		"so SIGKILL → new leader lies between about %s and %s; within the Lease duration itself only a released Lease can be taken; "+
 		"a clean stop (SIGTERM) releases the Lease and the standby takes it within one retry period.\n\n",
 		failoverRetry, failoverLease-failoverRetry, failoverBound)
 }
