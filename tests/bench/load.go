@@ -212,19 +212,19 @@ type loadRun struct {
 	Workers      int
 	PeakRSS      uint64
 	CPU          cpuWindow
-	APIServer    apiRequests        // everything the API server served during the run (operator, world, creates)
-	EventsKept   int                // events about this run's requests the API server holds
-	EventReasons map[string]int     // their reasons (with their counts)
-	EventsDue    float64            // events the operator's handlers and framework posted (o2ims_events_posted_total)
-	EventsHeld   int                // what the API server holds of them: its events' counts summed (a repeat is a count)
+	APIServer    apiRequests    // everything the API server served during the run (operator, world, creates)
+	EventsKept   int            // events about this run's requests the API server holds
+	EventReasons map[string]int // their reasons (with their counts)
+	EventsDue    float64        // events the operator's handlers and framework posted (o2ims_events_posted_total)
+	EventsHeld   int            // what the API server holds of them: its events' counts summed (a repeat is a count)
 	// Statuses: how many requests were seen with each status (state: message), and the distinct ones
 	// per request on average.
 	Statuses           map[string]int
 	StatusesPerRequest float64
-	EventsLost   float64            // events the operator's recorder dropped, by its own count (o2ims_events_dropped_total)
-	Codes        map[string]float64 // the operator's write answers other than 2xx, by "resource METHOD code"
-	Note         string
-	Del          deletion // the same requests deleted at once afterwards
+	EventsLost         float64            // events the operator's recorder dropped, by its own count (o2ims_events_dropped_total)
+	Codes              map[string]float64 // the operator's write answers other than 2xx, by "resource METHOD code"
+	Note               string
+	Del                deletion // the same requests deleted at once afterwards
 }
 
 // CPUPer1000 is the operator's CPU seconds per 1 000 fulfilled requests.
