@@ -70,9 +70,9 @@
 //     answered, base64url-encoded; the next page holds the ids after it, so paging is stable while
 //     requests come and go. A marker this API could not have handed out is a 400. The id order is
 //     sorted once per change of the operator's cache (RevisionedStore), not once per page, and a
-//     request's JSON and filter attributes are derived once per resourceVersion: while the cache is
-//     unchanged an unfiltered JSON page costs a binary search and copying its items' bytes, and a
-//     filtered one decides each request on its kept attributes.
+//     request's JSON and Info are derived once per resourceVersion: while the cache is unchanged an
+//     unfiltered JSON page costs a binary search and copying its items' bytes, and a filtered one
+//     decides each request on its kept Info, read in place (query.Tree).
 //   - Bodies: JSON or YAML (the reference lists application/yaml for every body; YAML is read as
 //     Kubernetes reads it, YAML 1.1 via sigs.k8s.io/yaml, so quote strings like "no"). At most 1 MiB:
 //     a larger declared length is refused before reading, an undeclared one at the first byte past it.
