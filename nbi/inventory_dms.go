@@ -84,7 +84,8 @@ func (s *Server) deploymentManager(o, cl *unstructured.Unstructured) *inventory.
 		ResourceIDs: s.resourceIDs(v1alpha1.ResourceSetOf(o).InfrastructureResourceIDs),
 		APIVersion:  strings.TrimPrefix(cl.GetAPIVersion(), external.ClusterGroup+"/"),
 	}
-	if ep, ok := cl.Object["spec"].(map[string]any)["controlPlaneEndpoint"].(map[string]any); ok {
+	spec, _ := cl.Object["spec"].(map[string]any) // a Cluster without a spec has no endpoint, and is no panic
+	if ep, ok := spec["controlPlaneEndpoint"].(map[string]any); ok {
 		if host, _ := ep["host"].(string); host != "" {
 			c.Endpoint = fmt.Sprintf("https://%s:%v", host, portOf(ep["port"]))
 		}

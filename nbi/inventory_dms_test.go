@@ -63,3 +63,20 @@ func TestDeploymentManagersAreMadeAgainOnlyWhenTheirRequestOrClusterChanges(t *t
 		return x.code() == http.StatusOK && x.object(t)["capacity"].(map[string]any)["hosts"] == float64(2)
 	}, "a new request version is read")
 }
+
+// A Cluster with no spec yet (or one that is not an object) is a deployment manager without a
+// serviceUri, not a panic of the notifier's poll.
+func TestADeploymentManagerOfAClusterWithoutSpecHasNoEndpoint(t *testing.T) {
+	s := &Server{inventory: &inventoryAPI{}}
+	pr := prObject("edge-nospec", map[string]any{"templateParameters": map[string]any{"clusterName": "edge-nospec"}}, nil)
+	for _, spec := range []any{nil, "not an object"} {
+		cl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+			"metadata": map[string]any{"name": "edge-nospec", "namespace": "default", "uid": "cluster-uid-n"}}}
+		if spec != nil {
+			cl.Object["spec"] = spec
+		}
+		e := s.deploymentManager(pr, cl)
+		assert.Equal(t, "", e.Attrs["serviceUri"])
+		assert.Equal(t, "edge-nospec", e.Attrs["name"])
+	}
+}
