@@ -26,25 +26,27 @@ func (s *Server) page(sorted []named, marker string, f query.Filter, sel selecti
 	// and one more match shows that more follow.
 	items := make([]ProvisioningRequestInfo, 0, min(len(candidates), s.cfg.PageSize))
 	for _, c := range candidates {
-		if !f.Match(s.attributesOf(c)) {
+		info := s.keptInfo(c)
+		if !f.Match(info.attributes()) {
 			continue
 		}
 		if len(items) == s.cfg.PageSize {
 			return items, true
 		}
-		items = append(items, sel.apply(s.infoOf(c.obj)))
+		items = append(items, sel.apply(*info)) // apply copies what it changes
 	}
 	return items, false
 }
 
-// attributesOf answers a request's filter attributes: its Info, derived once per resourceVersion.
-func (s *Server) attributesOf(c named) query.Tree {
+// keptInfo answers a request's Info, derived once per resourceVersion: what a filter decides on, and
+// what a filtered page answers. Read only.
+func (s *Server) keptInfo(c named) *ProvisioningRequestInfo {
 	if i := c.enc.info.Load(); i != nil {
-		return i.attributes()
+		return i
 	}
 	info := s.infoOf(c.obj)
 	c.enc.info.Store(&info)
-	return info.attributes()
+	return &info
 }
 
 // jsonPage is a page without a filter or an attribute selector, as the JSON answer: the complete Info
