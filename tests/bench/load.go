@@ -291,7 +291,7 @@ func startSelected(ctx context.Context, st *stack.Stack, run string, leaderElect
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 		args = []string{"--debug-pprof=" + addr}
-		defer func() { pprofAddrs[run] = addr }()
+		pprofAddrs[run] = addr
 	}
 	op, err := st.StartOperatorWith(ctx, env, args)
 	if err != nil {
