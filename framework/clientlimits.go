@@ -17,10 +17,11 @@ import (
 // would put every call in one bucket, so that a burst of ProvisioningRequest patches holds back the
 // PackageVariant writes of the same passes.
 type perResource struct {
-	cfg  *rest.Config
-	http *http.Client
-	mu   sync.Mutex
-	by   map[schema.GroupResource]resourceClients
+	cfg   *rest.Config
+	http  *http.Client
+	codec codecOptions
+	mu    sync.Mutex
+	by    map[schema.GroupResource]resourceClients
 	// first serves any resource if building a client ever failed (it cannot with a config that built one).
 	first resourceClients
 }
@@ -33,16 +34,16 @@ type resourceClients struct {
 
 var _ dynamic.Interface = (*perResource)(nil)
 
-func newPerResource(cfg *rest.Config, httpClient *http.Client) (*perResource, error) {
-	first, err := newResourceClients(cfg, httpClient)
+func newPerResource(cfg *rest.Config, httpClient *http.Client, codec codecOptions) (*perResource, error) {
+	first, err := newResourceClients(cfg, httpClient, codec)
 	if err != nil {
 		return nil, err
 	}
-	return &perResource{cfg: cfg, http: httpClient, by: map[schema.GroupResource]resourceClients{}, first: first}, nil
+	return &perResource{cfg: cfg, http: httpClient, codec: codec, by: map[schema.GroupResource]resourceClients{}, first: first}, nil
 }
 
-func newResourceClients(cfg *rest.Config, h *http.Client) (resourceClients, error) {
-	rc, err := newRESTClient(cfg, h)
+func newResourceClients(cfg *rest.Config, h *http.Client, codec codecOptions) (resourceClients, error) {
+	rc, err := newRESTClient(cfg, h, codec)
 	if err != nil {
 		return resourceClients{}, err
 	}
@@ -61,7 +62,7 @@ func (p *perResource) client(gr schema.GroupResource) resourceClients {
 		return c
 	}
 	c := p.first
-	if own, err := newResourceClients(p.cfg, p.http); err == nil {
+	if own, err := newResourceClients(p.cfg, p.http, p.codec); err == nil {
 		c = own
 	}
 	p.by[gr] = c

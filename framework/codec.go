@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/tidwall/sjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,12 +39,20 @@ func protobufConfig(cfg *rest.Config) *rest.Config {
 }
 
 // newRESTClient is the REST client under dynamic.NewForConfigAndClient, with this codec.
-func newRESTClient(cfg *rest.Config, h *http.Client) (rest.Interface, error) {
+func newRESTClient(cfg *rest.Config, h *http.Client, opts codecOptions) (rest.Interface, error) {
 	c := dynamic.ConfigFor(cfg)
 	c.GroupVersion = nil
 	c.APIPath = "/if-you-see-this-search-for-the-break" // as client-go's: every path is absolute
-	c.NegotiatedSerializer = newUnstructuredCodec(c.NegotiatedSerializer)
+	c.NegotiatedSerializer = newUnstructuredCodec(c.NegotiatedSerializer, opts)
 	return rest.UnversionedRESTClientForConfigAndClient(c, h)
+}
+
+// codecOptions say what a client's codec may leave out of the objects it decodes.
+type codecOptions struct {
+	// dropManagedFields: metadata.managedFields are cut from each object's JSON before it is decoded.
+	// For the informers' client only: nothing reads them (stripUnread drops them from the cache anyway),
+	// and as served they are a third of a request's bytes, decoded into maps only to be thrown away.
+	dropManagedFields bool
 }
 
 // written is what the framework keeps of a write's answer: the version it made, and whose.
@@ -90,7 +99,7 @@ type unstructuredCodec struct {
 	infos []runtime.SerializerInfo
 }
 
-func newUnstructuredCodec(inner runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+func newUnstructuredCodec(inner runtime.NegotiatedSerializer, opts codecOptions) runtime.NegotiatedSerializer {
 	infos := slices.Clone(inner.SupportedMediaTypes())
 	for i := range infos {
 		if infos[i].MediaType != runtime.ContentTypeJSON {
@@ -99,7 +108,8 @@ func newUnstructuredCodec(inner runtime.NegotiatedSerializer) runtime.Negotiated
 		infos[i].Serializer = oneDecode{infos[i].Serializer}
 		if s := infos[i].StreamSerializer; s != nil {
 			stream := *s
-			stream.Serializer = watchEnvelope{s.Serializer}
+			stream.Serializer = watchEnvelope{s.Serializer, opts.dropManagedFields}
+			stream.Framer = valueFramer{s.Framer}
 			infos[i].StreamSerializer = &stream
 		}
 	}
@@ -120,7 +130,8 @@ func (d oneDecode) Decode(data []byte, defaults *schema.GroupVersionKind, into r
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil {
 		return nil, nil, err
 	}
-	if into == nil {
+	fresh := into == nil
+	if fresh {
 		// client-go answers a Status or a list as such: leave those to it.
 		if _, list := m["items"]; list || m["kind"] == "Status" {
 			return d.Serializer.Decode(data, defaults, nil)
@@ -132,22 +143,49 @@ func (d oneDecode) Decode(data []byte, defaults *schema.GroupVersionKind, into r
 	if gvk.Kind == "" {
 		return nil, &gvk, runtime.NewMissingKindErr(string(data))
 	}
+	if fresh && gvk.Version == "" {
+		// As client-go's: an object made from nothing needs its version (one decoded into needs only a kind).
+		return nil, &gvk, runtime.NewMissingVersionErr(string(data))
+	}
 	return u, &gvk, nil
 }
 
-// watchEnvelope decodes a watch event's envelope ({"type", "object"}) straight into a WatchEvent; the
-// object is decoded by oneDecode. client-go's decodes the envelope with encoding/json first, to read an
-// apiVersion and kind it does not have.
-type watchEnvelope struct{ runtime.Serializer }
+// watchEnvelope reads a watch event's envelope ({"type", "object"}) straight into a WatchEvent
+// (splitEnvelope, watchdecode.go); the object is decoded by oneDecode. client-go's decodes the envelope
+// with encoding/json first, to read an apiVersion and kind it does not have, then again, checking it all.
+type watchEnvelope struct {
+	runtime.Serializer
+	dropManagedFields bool // see codecOptions
+}
 
 func (d watchEnvelope) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	ev, ok := into.(*metav1.WatchEvent)
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, ev); err != nil {
+	typ, object, err := splitEnvelope(data)
+	if err != nil {
 		return nil, nil, err
+	}
+	ev.Type, ev.Object = typ, runtime.RawExtension{}
+	if object != nil {
+		// A copy: data is the stream decoder's buffer, which the next frame overwrites.
+		ev.Object.Raw = append([]byte(nil), object...)
+		if d.dropManagedFields {
+			ev.Object.Raw = withoutManagedFields(ev.Object.Raw)
+		}
 	}
 	gvk := metav1.SchemeGroupVersion.WithKind("WatchEvent")
 	return ev, &gvk, nil
+}
+
+// withoutManagedFields cuts metadata.managedFields out of a watch event's object, in place (raw is the
+// event's own copy), and answers what is left. sjson finds the member by tracking strings and nesting, as
+// splitEnvelope does; the rest of the object is checked by its decode, and the bytes cut are never read.
+// Were it ever unable to cut, the object is decoded whole and the transform drops them.
+func withoutManagedFields(raw []byte) []byte {
+	if out, err := sjson.DeleteBytesOptions(raw, "metadata.managedFields", &sjson.Options{ReplaceInPlace: true}); err == nil {
+		return out
+	}
+	return raw
 }

@@ -37,6 +37,8 @@ var codecBodies = []string{
 	`{"apiVersion":"v1","kind":"Status","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}`,
 	`{"apiVersion":"test.o2ims.io/v1","kind":"WidgetList","metadata":{"resourceVersion":"9"},"items":[{"apiVersion":"test.o2ims.io/v1","kind":"Widget","metadata":{"name":"a"}}]}`,
 	`{"metadata":{"name":"no-kind"}}`,
+	`{"kind":"Widget","metadata":{"name":"no-version"}}`,
+	`{"apiVersion":"test.o2ims.io/","kind":"Widget","metadata":{"name":"empty-version"}}`,
 	`[1,2]`,
 	`{"apiVersion":"test.o2ims.io/v1","kind":"Widget","metadata":{"name":"w"}} trailing`,
 }
@@ -57,7 +59,7 @@ func jsonInfo(t *testing.T, ns runtime.NegotiatedSerializer) runtime.SerializerI
 // decodeBoth decodes body with client-go's dynamic codec and with ours.
 func decodeBoth(t *testing.T, body string, into func() runtime.Object) (stock, ours runtime.Object, stockErr, oursErr error) {
 	t.Helper()
-	s, o := jsonInfo(t, stockCodec()).Serializer, jsonInfo(t, newUnstructuredCodec(stockCodec())).Serializer
+	s, o := jsonInfo(t, stockCodec()).Serializer, jsonInfo(t, newUnstructuredCodec(stockCodec(), codecOptions{})).Serializer
 	stock, _, stockErr = s.Decode([]byte(body), nil, into())
 	ours, _, oursErr = o.Decode([]byte(body), nil, into())
 	return
@@ -93,7 +95,7 @@ func TestCodecDecodesAsClientGoDoes(t *testing.T) {
 	assert.Equal(t, float64(1000), spec["e"])
 	// A typed target (an error body read as a Status) is client-go's business, unchanged.
 	st := &metav1.Status{}
-	_, _, err = jsonInfo(t, newUnstructuredCodec(stockCodec())).Serializer.Decode([]byte(codecBodies[1]), nil, st)
+	_, _, err = jsonInfo(t, newUnstructuredCodec(stockCodec(), codecOptions{})).Serializer.Decode([]byte(codecBodies[1]), nil, st)
 	require.NoError(t, err)
 	assert.Equal(t, metav1.StatusReasonExpired, st.Reason)
 	assert.EqualValues(t, 410, st.Code)
@@ -134,7 +136,7 @@ func TestCodecDecodesWatchStreamsAsClientGoDoes(t *testing.T) {
 `
 	stock, err := decodeStream(t, stockCodec(), good)
 	require.NoError(t, err)
-	ours, err := decodeStream(t, newUnstructuredCodec(stockCodec()), good)
+	ours, err := decodeStream(t, newUnstructuredCodec(stockCodec(), codecOptions{}), good)
 	require.NoError(t, err)
 	require.Len(t, stock, 5)
 	assert.Equal(t, stock, ours)
@@ -146,14 +148,15 @@ func TestCodecDecodesWatchStreamsAsClientGoDoes(t *testing.T) {
 		`{"type":"ADDED","object":` + "\n",
 	} {
 		_, stockErr := decodeStream(t, stockCodec(), bad)
-		_, oursErr := decodeStream(t, newUnstructuredCodec(stockCodec()), bad)
+		_, oursErr := decodeStream(t, newUnstructuredCodec(stockCodec(), codecOptions{}), bad)
 		assert.Error(t, stockErr, bad)
 		assert.Error(t, oursErr, bad)
 	}
 }
 
 // On the real API server, what our clients write, read back, patch and watch is what client-go's stock
-// dynamic client reads: the codec changes the cost of decoding, not the objects.
+// dynamic client reads: the codec changes the cost of decoding, not the objects (but for the managedFields
+// the informers' client leaves out).
 func TestClientsReadWhatTheAPIServerHolds(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	clients, err := NewClients(srv.AdminConfig(), DefaultClientOptions())
@@ -193,8 +196,13 @@ func TestClientsReadWhatTheAPIServerHolds(t *testing.T) {
 			t.Fatalf("the watch gave %d of 2 events", len(seen))
 		}
 	}
-	assert.Equal(t, created.Object, seen[0].Object, "the ADDED event is the created object")
-	assert.Equal(t, got.Object, seen[1].Object, "the MODIFIED event is the patched object")
+	// The informers' client reads events without managedFields (codecOptions); the rest is what was written.
+	for i, want := range []*unstructured.Unstructured{created, got} {
+		require.NotEmpty(t, want.GetManagedFields(), "the server keeps managedFields, and the other clients read them")
+		want = want.DeepCopy()
+		unstructured.RemoveNestedField(want.Object, "metadata", "managedFields")
+		assert.Equal(t, want.Object, seen[i].Object, "event %d is the object as written (ADDED, then MODIFIED)", i)
+	}
 }
 
 // BenchmarkDecodeWatchEvent decodes one watch event of a ProvisioningRequest-sized object (1.5 KiB), with
@@ -206,7 +214,7 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		ns   runtime.NegotiatedSerializer
-	}{{"client-go", stockCodec()}, {"ours", newUnstructuredCodec(stockCodec())}} {
+	}{{"client-go", stockCodec()}, {"ours", newUnstructuredCodec(stockCodec(), codecOptions{})}} {
 		info, _ := runtime.SerializerInfoForMediaType(c.ns.SupportedMediaTypes(), runtime.ContentTypeJSON)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

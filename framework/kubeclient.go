@@ -142,7 +142,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 		return nil, &ConfigError{err}
 	}
 	watchHTTP.CheckRedirect = bearer.RefuseRedirects(ErrRedirectRefused)
-	watchDyn, err := newPerResource(cfg, watchHTTP)
+	watchDyn, err := newPerResource(cfg, watchHTTP, codecOptions{dropManagedFields: true})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -154,7 +154,7 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 		return nil, &ConfigError{err}
 	}
 	httpClient.CheckRedirect = bearer.RefuseRedirects(ErrRedirectRefused)
-	dyn, err := newPerResource(bounded, httpClient)
+	dyn, err := newPerResource(bounded, httpClient, codecOptions{})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}

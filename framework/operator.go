@@ -285,8 +285,9 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("stopping: signal received before the caches synced")
 		return nil
 	}
-	// The initial lists were decoded whole (managedFields and all) before the transform trimmed them:
-	// give that garbage back to the OS now rather than carry it in the RSS until the scavenger does.
+	// The initial sync decoded what the transform then trimmed (last-applied annotations; managedFields
+	// too where the server answered a list rather than a watch stream): give that garbage back to the OS
+	// now rather than carry it in the RSS until the scavenger does.
 	debug.FreeOSMemory()
 	o.ready.Store(true)
 	o.log.Info("caches synced; ready", zap.Int("workers", o.opts.Workers))

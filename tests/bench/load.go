@@ -349,6 +349,7 @@ func runLoad(ctx context.Context, st *stack.Stack, op *stack.Operator, name, arg
 			saveProfile(ctx, addr, "allocs", filepath.Join(cpuProfileDir, run+".allocs.pprof"))
 			saveProfile(ctx, addr, "heap?gc=1", filepath.Join(cpuProfileDir, run+".heap.pprof"))
 		}()
+		go saveAPIServerProfile(ctx, st, filepath.Join(cpuProfileDir, run+".kube-apiserver.cpu.pprof"))
 	}
 	created, cerr := createAll(ctx, dyn, objs, 64)
 	for _, at := range created {
@@ -490,6 +491,19 @@ var (
 	cpuProfileDir string
 	pprofAddrs    = map[string]string{}
 )
+
+// saveAPIServerProfile saves kube-apiserver's CPU profile over the same 40 s (its /debug/pprof, as an
+// admin): where the machine's busiest process spends what the operator asks of it.
+func saveAPIServerProfile(ctx context.Context, st *stack.Stack, file string) {
+	b, err := st.API.AdminClientset().Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", "40").Timeout(time.Minute).DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(file, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube-apiserver profile: %v\n", err)
+	}
+}
 
 // saveProfile saves one of the operator's pprof profiles (a CPU profile's query says for how long).
 func saveProfile(ctx context.Context, addr, profile, file string) {
