@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/tidwall/sjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -49,7 +48,8 @@ func newRESTClient(cfg *rest.Config, h *http.Client, opts codecOptions) (rest.In
 
 // codecOptions say what a client's codec may leave out of the objects it decodes.
 type codecOptions struct {
-	// dropManagedFields: metadata.managedFields are cut from each object's JSON before it is decoded.
+	// dropManagedFields: metadata.managedFields are cut from each watch event's object before it is
+	// decoded (withoutManagedFields, watchdecode.go).
 	// For the informers' client only: nothing reads them (stripUnread drops them from the cache anyway),
 	// and as served they are a third of a request's bytes, decoded into maps only to be thrown away.
 	dropManagedFields bool
@@ -163,29 +163,19 @@ func (d watchEnvelope) Decode(data []byte, defaults *schema.GroupVersionKind, in
 	if !ok {
 		return d.Serializer.Decode(data, defaults, into)
 	}
-	typ, object, err := splitEnvelope(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	ev.Type, ev.Object = typ, runtime.RawExtension{}
-	if object != nil {
+	gvk := metav1.SchemeGroupVersion.WithKind("WatchEvent")
+	typ, object, usual := splitEnvelope(data)
+	if usual {
 		// A copy: data is the stream decoder's buffer, which the next frame overwrites.
-		ev.Object.Raw = append([]byte(nil), object...)
-		if d.dropManagedFields {
-			ev.Object.Raw = withoutManagedFields(ev.Object.Raw)
+		*ev = metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: append([]byte(nil), object...)}}
+	} else {
+		// Not the usual shape: client-go's decoder reads it, and fails where it fails.
+		if _, _, err := d.Serializer.Decode(data, defaults, ev); err != nil {
+			return nil, nil, err
 		}
 	}
-	gvk := metav1.SchemeGroupVersion.WithKind("WatchEvent")
-	return ev, &gvk, nil
-}
-
-// withoutManagedFields cuts metadata.managedFields out of a watch event's object, in place (raw is the
-// event's own copy), and answers what is left. sjson finds the member by tracking strings and nesting, as
-// splitEnvelope does; the rest of the object is checked by its decode, and the bytes cut are never read.
-// Were it ever unable to cut, the object is decoded whole and the transform drops them.
-func withoutManagedFields(raw []byte) []byte {
-	if out, err := sjson.DeleteBytesOptions(raw, "metadata.managedFields", &sjson.Options{ReplaceInPlace: true}); err == nil {
-		return out
+	if d.dropManagedFields && ev.Object.Raw != nil {
+		ev.Object.Raw = withoutManagedFields(ev.Object.Raw)
 	}
-	return raw
+	return ev, &gvk, nil
 }

@@ -14,23 +14,32 @@ import (
 // is {"type": T, "object": O}, one per frame. client-go reads each frame through encoding/json's Decoder
 // (a full syntax check), decodes the envelope with another check of the whole event and a third scan to
 // copy the object out, and only then checks and decodes the object: four passes over every byte
-// (BenchmarkDecodeWatchStream: about 390 µs per 4 KiB request with client-go's codec, 100 µs here). Here
-// the frame and the envelope are found by tracking only strings and nesting, and every byte is still
-// checked once: the envelope's punctuation by splitEnvelope, its type and any other member by a JSON
-// decoder, the object by its own decode (oneDecode). What no check reads is the managedFields of the
-// informers' events, which are cut unread (codecOptions).
+// (BenchmarkDecodeWatchStream: about 390 µs per 4 KiB request with client-go's codec, 100 µs here).
+//
+// Here the frame and the envelope's members are found by tracking only strings and nesting, and every
+// byte is still checked once: the punctuation of the envelope (and of the object's metadata, where the
+// informers' managedFields are cut) by members, the envelope's other values by a JSON decoder, the object
+// by its own decode (oneDecode). Whatever is not the usual shape — a stream that ends inside a value, a
+// value that is not an object, a repeated, null or oddly spelt envelope member, any syntax error — goes
+// to client-go's own framer or envelope decoder, so that the events, the errors and their kind (which
+// decides whether the watch reports an error or just ends) are client-go's (FuzzWatchStream).
 
-// valueFramer splits a JSON watch stream into its top-level values, as client-go's JSON framer does, in
-// one pass that tracks only strings and nesting, and checks nothing else: the frame goes to watchEnvelope.
-// The writer side (never used by a client) is the inner framer's.
+// valueFramer splits a JSON watch stream into its top-level objects in one pass that tracks only strings
+// and nesting, and checks nothing else: the frame goes to watchEnvelope. Where the stream is not a
+// sequence of whole objects, the bytes not yet framed and the rest of the stream go to the inner framer
+// (client-go's), which answers as it always would. The writer side (never used by a client) is the inner's.
 type valueFramer struct{ runtime.Framer }
 
-func (valueFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &valueFrameReader{r: r} }
+func (f valueFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser {
+	return &valueFrameReader{r: r, inner: f.Framer}
+}
 
 // valueFrameReader holds what it has read and not yet framed in buf[start:n]; it has scanned up to pos,
 // where the scan's state (depth, inString, escaped) stands.
 type valueFrameReader struct {
 	r                 io.ReadCloser
+	inner             runtime.Framer
+	handedOver        io.ReadCloser // the inner framer's reader, once the stream is handed to it
 	buf               []byte
 	start, pos, n     int
 	depth             int
@@ -45,6 +54,9 @@ const minFrameBuffer = 8 << 10
 // Read copies the next frame into data. A frame larger than data is returned in parts, each but the last
 // with io.ErrShortBuffer, which is how client-go's streaming decoder grows its buffer.
 func (r *valueFrameReader) Read(data []byte) (int, error) {
+	if r.handedOver != nil {
+		return r.handedOver.Read(data)
+	}
 	if len(r.remaining) > 0 {
 		n := copy(data, r.remaining)
 		r.remaining = r.remaining[n:]
@@ -55,9 +67,9 @@ func (r *valueFrameReader) Read(data []byte) (int, error) {
 		return n, nil
 	}
 	for {
-		end, err := r.scan()
-		if err != nil {
-			return 0, err
+		end, usual := r.scan()
+		if !usual {
+			return r.handOver(data)
 		}
 		if end > 0 {
 			frame := r.buf[r.start:end]
@@ -72,8 +84,10 @@ func (r *valueFrameReader) Read(data []byte) (int, error) {
 			return n, nil
 		}
 		if r.readErr != nil {
-			if r.readErr == io.EOF && r.pos > r.start {
-				return 0, io.ErrUnexpectedEOF // the stream ended inside a value, as encoding/json says it
+			if r.pos > r.start {
+				// The stream ended inside a value: whether that is a syntax error or a cut-off event is
+				// encoding/json's to say, as it says it for client-go.
+				return r.handOver(data)
 			}
 			return 0, r.readErr
 		}
@@ -81,10 +95,26 @@ func (r *valueFrameReader) Read(data []byte) (int, error) {
 	}
 }
 
-// scan advances over buf[pos:n] and answers the end of the value begun at start, or 0 if it is not
-// complete yet. Whitespace between values is skipped; anything else outside a value is refused, as
-// encoding/json refuses it.
-func (r *valueFrameReader) scan() (int, error) {
+// handOver gives the inner framer the bytes not yet framed, then the rest of the stream (or its error).
+func (r *valueFrameReader) handOver(data []byte) (int, error) {
+	rest := io.Reader(r.r)
+	if r.readErr != nil {
+		rest = errReader{r.readErr}
+	}
+	unframed := append([]byte(nil), r.buf[r.start:r.n]...)
+	r.handedOver = r.inner.NewFrameReader(io.NopCloser(io.MultiReader(bytes.NewReader(unframed), rest)))
+	r.buf = nil
+	return r.handedOver.Read(data)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// scan advances over buf[pos:n] and answers the end of the object (or array) begun at start, or 0 if it
+// is not complete yet. Whitespace between values is skipped; anything else outside one is not the usual
+// shape (a scalar, or an error), for the inner framer to judge.
+func (r *valueFrameReader) scan() (end int, usual bool) {
 	b := r.buf[:r.n]
 	for i := r.pos; i < len(b); i++ {
 		if r.inString {
@@ -115,7 +145,7 @@ func (r *valueFrameReader) scan() (int, error) {
 				r.depth = 1
 			default:
 				r.pos = i
-				return 0, fmt.Errorf("watch stream: invalid character %q looking for the beginning of an object", c)
+				return 0, false
 			}
 		default:
 			switch c {
@@ -127,13 +157,13 @@ func (r *valueFrameReader) scan() (int, error) {
 				r.depth--
 				if r.depth == 0 {
 					r.pos = i + 1
-					return r.pos, nil
+					return r.pos, true
 				}
 			}
 		}
 	}
 	r.pos = len(b)
-	return 0, nil
+	return 0, true
 }
 
 // quoteOrBackslash answers the index of the first '"' or '\\' in b, or -1.
@@ -173,82 +203,125 @@ func (r *valueFrameReader) fill() {
 
 func (r *valueFrameReader) Close() error { return r.r.Close() }
 
-// splitEnvelope reads a watch event's envelope: an object whose "type" is a string and whose "object" is
-// any value (null as none), as encoding/json would read it into a WatchEvent (the last of a repeated key
-// wins, unknown members are ignored). The punctuation is checked here, the type and unknown members by a
-// decoder; the object's bytes are answered unchecked, for its own decode to check.
-func splitEnvelope(b []byte) (typ string, object []byte, err error) {
-	bad := func(what string, at int) error {
-		return fmt.Errorf("watch event: %s at offset %d", what, at)
-	}
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return "", nil, bad("not an object", i)
-	}
+// splitEnvelope reads a watch event's envelope in its usual shape: an object with one string "type", one
+// non-null "object", and any other members except ones spelt like those or like apiVersion and kind (which
+// client-go's decoder reads case-insensitively). It checks the punctuation and the other members' values;
+// the object's bytes are answered unchecked, for its own decode to check. Anything else — including any
+// syntax error — is not usual: client-go's decoder reads that event.
+func splitEnvelope(b []byte) (typ string, object []byte, usual bool) {
 	var typeRaw []byte
+	odd := false
+	i := skipSpace(b, 0)
+	end, err := members(b, i, func(name []byte, _, vs, ve int) bool {
+		v := b[vs:ve]
+		switch {
+		case string(name) == "type" && typeRaw == nil && plainString(v):
+			typeRaw = v
+		case string(name) == "object" && object == nil && v[0] == '{':
+			object = v
+		case bytes.EqualFold(name, []byte("type")), bytes.EqualFold(name, []byte("object")),
+			bytes.EqualFold(name, []byte("kind")), bytes.EqualFold(name, []byte("apiVersion")):
+			odd = true
+			return false
+		default:
+			return json.Valid(v)
+		}
+		return true
+	})
+	if err != nil || odd || typeRaw == nil || object == nil || skipSpace(b, end) != len(b) {
+		return "", nil, false
+	}
+	return string(typeRaw[1 : len(typeRaw)-1]), object, true
+}
+
+// members walks the object beginning at b[i], checking its punctuation and its member names, and calls
+// each with the member's name (unescaped), where the member starts and where its value starts and ends;
+// values are found by valueEnd and not checked. It stops when each answers false. It answers the index
+// after the closing brace.
+func members(b []byte, i int, each func(name []byte, start, valStart, valEnd int) bool) (int, error) {
+	bad := func(what string, at int) (int, error) {
+		return 0, fmt.Errorf("JSON object: %s at offset %d", what, at)
+	}
+	if i >= len(b) || b[i] != '{' {
+		return bad("want '{'", i)
+	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return "", nil, bad("want a member name", i)
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return bad("want a member name", i)
+		}
+		start, keyEnd := i, valueEnd(b, i)
+		name := b[i+1 : max(keyEnd-1, i+1)]
+		if key := b[i:keyEnd]; !plainString(key) {
+			var k string
+			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(key, &k); err != nil {
+				return 0, fmt.Errorf("JSON object: member name at offset %d: %w", i, err)
 			}
-			keyEnd := valueEnd(b, i)
-			key := b[i:keyEnd]
-			if !plainString(key) {
-				var k string
-				if err := sigsjson.UnmarshalCaseSensitivePreserveInts(key, &k); err != nil {
-					return "", nil, fmt.Errorf("watch event: member name: %w", err)
-				}
-				key = []byte(`"` + k + `"`)
-			}
-			i = skipSpace(b, keyEnd)
-			if i >= len(b) || b[i] != ':' {
-				return "", nil, bad("want ':'", i)
-			}
+			name = []byte(k)
+		}
+		i = skipSpace(b, keyEnd)
+		if i >= len(b) || b[i] != ':' {
+			return bad("want ':'", i)
+		}
+		i = skipSpace(b, i+1)
+		end := valueEnd(b, i)
+		if end == i || end == len(b) {
+			return bad("want a value", i)
+		}
+		if !each(name, start, i, end) {
+			return bad("member refused", start)
+		}
+		i = skipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
 			i = skipSpace(b, i+1)
-			end := valueEnd(b, i)
-			if end == i {
-				return "", nil, bad("want a value", i)
-			}
-			// Only the last type and object are read; every other value is checked here.
-			v := b[i:end]
-			switch string(key) {
-			case `"type"`:
-				v, typeRaw = typeRaw, v
-			case `"object"`:
-				v, object = object, v
-			}
-			if v != nil && !json.Valid(v) {
-				return "", nil, bad("invalid value", i)
-			}
-			i = skipSpace(b, end)
-			if i < len(b) && b[i] == ',' {
-				i = skipSpace(b, i+1)
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
-				i++
-				break
-			}
-			return "", nil, bad("want ',' or '}'", i)
+			continue
 		}
-	}
-	if i = skipSpace(b, i); i != len(b) {
-		return "", nil, bad("data after the event", i)
-	}
-	if plainString(typeRaw) {
-		typ = string(typeRaw[1 : len(typeRaw)-1])
-	} else if typeRaw != nil {
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(typeRaw, &typ); err != nil {
-			return "", nil, fmt.Errorf("watch event: type: %w", err)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
 		}
+		return bad("want ',' or '}'", i)
 	}
-	if bytes.Equal(object, []byte("null")) {
-		object = nil
+}
+
+// withoutManagedFields answers a watch event's object without metadata.managedFields, or raw itself where
+// it has none or is not the usual shape. The cut is exact: the object's and its metadata's punctuation is
+// checked (members), every managedFields value cut is checked (json.Valid, cheaper than decoding it), and
+// the rest is checked by the object's decode; so the object decodes, or fails, as it would whole. A
+// repeated metadata is cut where the decode reads it (the last), every managedFields in it.
+func withoutManagedFields(raw []byte) []byte {
+	ms, me := -1, -1
+	if _, err := members(raw, skipSpace(raw, 0), func(name []byte, _, vs, ve int) bool {
+		if string(name) == "metadata" {
+			ms, me = vs, ve
+		}
+		return true
+	}); err != nil || ms < 0 || raw[ms] != '{' {
+		return raw
 	}
-	return typ, object, nil
+	var keep [][2]int
+	cut := false
+	if _, err := members(raw, ms, func(name []byte, start, vs, ve int) bool {
+		if string(name) == "managedFields" {
+			cut = true
+			return json.Valid(raw[vs:ve])
+		}
+		keep = append(keep, [2]int{start, ve})
+		return true
+	}); err != nil || !cut {
+		return raw
+	}
+	out := make([]byte, 0, len(raw))
+	out = append(append(out, raw[:ms]...), '{')
+	for k, m := range keep {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw[m[0]:m[1]]...)
+	}
+	return append(append(out, '}'), raw[me:]...)
 }
 
 // plainString says whether a string's JSON (quotes included) is its text: no escape, no control byte

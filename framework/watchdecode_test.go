@@ -76,6 +76,23 @@ var brokenWatchStreams = []string{
 	`["ADDED"]`,
 	`"ADDED"`,
 	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"Widget","metadata":{"name":"a\`,
+	// Members client-go's decoder reads in the envelope itself, repeated or null ones (client-go keeps
+	// the first error, and ignores a null), and scalars, complete or cut off.
+	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}},"kind":1}`,
+	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}},"kind":"Foo"}`,
+	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}},"apiVersion":"a/b/c"}`,
+	`{"type":1,"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}}}`,
+	"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"W\",\"metadata\":{\"name\":\"a\"}}}\n{\"type\":x",
+	"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"W\",\"metadata\":{\"name\":\"a\"}}}\n\"abc",
+	"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"W\",\"metadata\":{\"name\":\"a\"}}}\ntru",
+	"{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"W\",\"metadata\":{\"name\":\"a\"}}}\n1 2",
+}
+
+// Streams client-go accepts in shapes the API server never sends: each goes to client-go's own decoder.
+var oddWatchStreams = []string{
+	`{"type":"ADDED","type":null,"object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}}}`,
+	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}},"object":null}`,
+	`{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"name":"a"}},"kind":"WatchEvent","apiVersion":"v1"}`,
 }
 
 // Every stream decodes, read whole or a byte at a time, to the events client-go's codec makes of it; a
@@ -83,7 +100,7 @@ var brokenWatchStreams = []string{
 func TestWatchStreamsDecodeAsClientGoDoes(t *testing.T) {
 	readers := map[string]func(io.Reader) io.Reader{"whole": asIs, "byte by byte": iotest.OneByteReader, "halves": iotest.HalfReader}
 	for rname, wrap := range readers {
-		for i, s := range watchStreams {
+		for i, s := range append(append([]string{}, watchStreams...), oddWatchStreams...) {
 			stock, err := decodeStreamFrom(t, stockCodec(), s, wrap)
 			require.NoError(t, err, "stream %d", i)
 			require.NotEmpty(t, stock)
@@ -96,10 +113,15 @@ func TestWatchStreamsDecodeAsClientGoDoes(t *testing.T) {
 			ours, oursErr := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{}), s, wrap)
 			require.Error(t, stockErr, "client-go accepts broken stream %d", i)
 			assert.Error(t, oursErr, "%s, broken stream %d: %s", rname, i, s)
+			assert.Equal(t, endsQuietly(stockErr), endsQuietly(oursErr), "%s, broken stream %d: %v / %v", rname, i, stockErr, oursErr)
 			assert.Equal(t, stock, ours, "%s, broken stream %d", rname, i)
 		}
 	}
 }
+
+// endsQuietly says whether a watch that fails so just ends (client-go's StreamWatcher logs a cut-off
+// stream) rather than sending an ERROR event to its reader.
+func endsQuietly(err error) bool { return err == io.EOF || err == io.ErrUnexpectedEOF }
 
 // An informer's client reads its events without managedFields and otherwise as client-go does; the other
 // clients keep them. The cut leaves valid JSON wherever the member sits.
@@ -133,6 +155,27 @@ func TestInformerEventsComeWithoutManagedFields(t *testing.T) {
 		assert.Equal(t, want, informer[i].Object, "object %d", i)
 	}
 	assert.Equal(t, "not metadata's", informer[3].Object.(*unstructured.Unstructured).Object["spec"].(map[string]any)["managedFields"])
+
+	// A broken object fails as it does whole, wherever it is broken: the cut reads what it cuts, and
+	// nothing outside it goes.
+	for _, o := range []string{
+		`{"apiVersion":"v1","kind":"W","metadata":{"name":"x" x "managedFields":[]}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"managedFields":[] "name":"x"}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"name":"x","managedFields":[01]}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"name":"x","managedFields":["\u00"]}}`,
+		`{"apiVersion":"0","kind":"0","metadata":{"":"""managedFields"[]}}`,
+	} {
+		ev := `{"type":"ADDED","object":` + o + "}\n"
+		_, stockErr := decodeStreamFrom(t, stockCodec(), ev, asIs)
+		_, informerErr := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{dropManagedFields: true}), ev, asIs)
+		require.Error(t, stockErr, o)
+		assert.Error(t, informerErr, o)
+	}
+	// A repeated metadata is cut where the decode reads it, the last, and every managedFields in it.
+	ev := `{"type":"ADDED","object":{"apiVersion":"v1","kind":"W","metadata":{"managedFields":[1]},"metadata":{"name":"x","managedFields":[2],"managedFields":[3]}}}`
+	got, err := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{dropManagedFields: true}), ev, asIs)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "x"}, got[0].Object.(*unstructured.Unstructured).Object["metadata"])
 }
 
 // A frame larger than the caller's buffer comes in parts, each but the last with io.ErrShortBuffer, as
@@ -172,12 +215,52 @@ func FuzzWatchStream(f *testing.F) {
 			t.Skip("apiVersion or kind spelt in another case")
 		}
 		stock, stockErr := decodeStreamFrom(t, stockCodec(), s, asIs)
-		ours, oursErr := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{}), s, asIs)
-		if (stockErr == nil) != (oursErr == nil) {
-			t.Fatalf("client-go: %v; ours: %v", stockErr, oursErr)
+		for _, wrap := range []func(io.Reader) io.Reader{asIs, iotest.OneByteReader} {
+			ours, oursErr := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{}), s, wrap)
+			if (stockErr == nil) != (oursErr == nil) || endsQuietly(stockErr) != endsQuietly(oursErr) {
+				t.Fatalf("client-go: %v; ours: %v", stockErr, oursErr)
+			}
+			if !assert.ObjectsAreEqual(stock, ours) {
+				t.Fatalf("client-go decoded %#v, ours %#v", stock, ours)
+			}
 		}
-		if !assert.ObjectsAreEqual(stock, ours) {
-			t.Fatalf("client-go decoded %#v, ours %#v", stock, ours)
+	})
+}
+
+// Any stream: the informers' client decodes client-go's events less their managedFields, and fails where
+// client-go fails.
+func FuzzInformerWatchStream(f *testing.F) {
+	mf := `"managedFields":[{"manager":"m","operation":"Update","fieldsV1":{"f:spec":{}}}]`
+	for _, o := range []string{
+		`{"apiVersion":"v1","kind":"W","metadata":{` + mf + `,"name":"a"}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"name":"a",` + mf + `},"spec":{"managedFields":1}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"name":"x" x ` + mf + `}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"managedFields":[1]},"metadata":{"managedFields":[2],"name":"b"}}`,
+		`{"apiVersion":"v1","kind":"W","metadata":{"m\u0061nagedFields":[1],"name":"c"}}`,
+	} {
+		f.Add(`{"type":"MODIFIED","object":` + o + "}\n")
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if lower := strings.ToLower(s); strings.Count(lower, "apiversion") != strings.Count(s, "apiVersion") ||
+			strings.Count(lower, `"kind"`) != strings.Count(s, `"kind"`) {
+			t.Skip("apiVersion or kind spelt in another case (see FuzzWatchStream)")
+		}
+		stock, stockErr := decodeStreamFrom(t, stockCodec(), s, asIs)
+		informer, err := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{dropManagedFields: true}), s, asIs)
+		if (stockErr == nil) != (err == nil) || endsQuietly(stockErr) != endsQuietly(err) {
+			t.Fatalf("client-go: %v; informer: %v", stockErr, err)
+		}
+		for i := range stock {
+			if u, ok := stock[i].Object.(*unstructured.Unstructured); ok {
+				u = u.DeepCopy()
+				if md, ok := u.Object["metadata"].(map[string]any); ok {
+					delete(md, "managedFields")
+				}
+				stock[i].Object = u
+			}
+		}
+		if !assert.ObjectsAreEqual(stock, informer) {
+			t.Fatalf("client-go less managedFields %#v, informer %#v", stock, informer)
 		}
 	})
 }
