@@ -151,16 +151,16 @@ func TestDeletingAnObjectWithoutOurFinalizerIsLeftAlone(t *testing.T) {
 		w.OnDelete("delete_fn", func(_ context.Context, c *Cause) error { log.add(c); return nil })
 	})
 	// Someone else's finalizer holds it; ours was never added (the operator was not running).
-	u := widget(label, "fr1", map[string]any{})
+	u := widget(label, "free1", map[string]any{})
 	u.SetFinalizers([]string{"someone.example.com/hold"})
 	create(t, u)
 	dyn := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR)
-	require.NoError(t, dyn.Delete(context.Background(), "fr1", metav1.DeleteOptions{}))
+	require.NoError(t, dyn.Delete(context.Background(), "free1", metav1.DeleteOptions{}))
 	to.start(t)
 	time.Sleep(500 * time.Millisecond)
-	assert.Empty(t, log.of("delete_fn", "fr1"), "kopf's free cause: nothing to do")
-	assert.Equal(t, []string{"someone.example.com/hold"}, mustGet(t, "fr1").GetFinalizers())
-	_, err := dyn.Patch(context.Background(), "fr1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	assert.Empty(t, log.of("delete_fn", "free1"), "kopf's free cause: nothing to do")
+	assert.Equal(t, []string{"someone.example.com/hold"}, mustGet(t, "free1").GetFinalizers())
+	_, err := dyn.Patch(context.Background(), "free1", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 
