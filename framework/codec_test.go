@@ -106,24 +106,6 @@ type watchEvent struct {
 	Object runtime.Object
 }
 
-func decodeStream(t *testing.T, ns runtime.NegotiatedSerializer, stream string) ([]watchEvent, error) {
-	t.Helper()
-	info := jsonInfo(t, ns)
-	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(bytes.NewBufferString(stream)))
-	d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), info.Serializer)
-	var out []watchEvent
-	for {
-		typ, obj, err := d.Decode()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, watchEvent{typ, obj})
-	}
-}
-
 // A watch stream decodes to the same events, in order, as with client-go's codec: objects, a bookmark, an
 // ERROR event carrying a Status (the reflector turns it into a 410 and re-lists), and a bad event type
 // refused as client-go refuses it.
@@ -134,9 +116,9 @@ func TestCodecDecodesWatchStreamsAsClientGoDoes(t *testing.T) {
 {"type":"DELETED","object":{"apiVersion":"test.o2ims.io/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"51"}}}
 {"type":"ERROR","object":` + codecBodies[1] + `}
 `
-	stock, err := decodeStream(t, stockCodec(), good)
+	stock, err := decodeStreamFrom(t, stockCodec(), good, asIs)
 	require.NoError(t, err)
-	ours, err := decodeStream(t, newUnstructuredCodec(stockCodec(), codecOptions{}), good)
+	ours, err := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{}), good, asIs)
 	require.NoError(t, err)
 	require.Len(t, stock, 5)
 	assert.Equal(t, stock, ours)
@@ -147,8 +129,8 @@ func TestCodecDecodesWatchStreamsAsClientGoDoes(t *testing.T) {
 		`{"type":"ADDED","object":{"metadata":{"name":"no-kind"}}}` + "\n",
 		`{"type":"ADDED","object":` + "\n",
 	} {
-		_, stockErr := decodeStream(t, stockCodec(), bad)
-		_, oursErr := decodeStream(t, newUnstructuredCodec(stockCodec(), codecOptions{}), bad)
+		_, stockErr := decodeStreamFrom(t, stockCodec(), bad, asIs)
+		_, oursErr := decodeStreamFrom(t, newUnstructuredCodec(stockCodec(), codecOptions{}), bad, asIs)
 		assert.Error(t, stockErr, bad)
 		assert.Error(t, oursErr, bad)
 	}
