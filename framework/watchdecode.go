@@ -3,7 +3,6 @@ package framework
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,9 +209,7 @@ func (r *valueFrameReader) Close() error { return r.r.Close() }
 // syntax error — is not usual: client-go's decoder reads that event.
 func splitEnvelope(b []byte) (typ string, object []byte, usual bool) {
 	var typeRaw []byte
-	odd := false
-	i := skipSpace(b, 0)
-	end, err := members(b, i, func(name []byte, _, vs, ve int) bool {
+	end, ok := members(b, skipSpace(b, 0), func(name []byte, _, vs, ve int) bool {
 		v := b[vs:ve]
 		switch {
 		case string(name) == "type" && typeRaw == nil && plainString(v):
@@ -221,14 +218,13 @@ func splitEnvelope(b []byte) (typ string, object []byte, usual bool) {
 			object = v
 		case bytes.EqualFold(name, []byte("type")), bytes.EqualFold(name, []byte("object")),
 			bytes.EqualFold(name, []byte("kind")), bytes.EqualFold(name, []byte("apiVersion")):
-			odd = true
 			return false
 		default:
 			return json.Valid(v)
 		}
 		return true
 	})
-	if err != nil || odd || typeRaw == nil || object == nil || skipSpace(b, end) != len(b) {
+	if !ok || typeRaw == nil || object == nil || skipSpace(b, end) != len(b) {
 		return "", nil, false
 	}
 	return string(typeRaw[1 : len(typeRaw)-1]), object, true
@@ -236,43 +232,37 @@ func splitEnvelope(b []byte) (typ string, object []byte, usual bool) {
 
 // members walks the object beginning at b[i], checking its punctuation and its member names, and calls
 // each with the member's name (unescaped), where the member starts and where its value starts and ends;
-// values are found by valueEnd and not checked. It stops when each answers false. It answers the index
-// after the closing brace.
-func members(b []byte, i int, each func(name []byte, start, valStart, valEnd int) bool) (int, error) {
-	bad := func(what string, at int) (int, error) {
-		return 0, fmt.Errorf("JSON object: %s at offset %d", what, at)
-	}
+// values are found by valueEnd and not checked. It answers the index after the closing brace, and false
+// where the object is broken or a call answered false: either way the caller leaves it to a decoder.
+func members(b []byte, i int, each func(name []byte, start, valStart, valEnd int) bool) (int, bool) {
 	if i >= len(b) || b[i] != '{' {
-		return bad("want '{'", i)
+		return 0, false
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+		return i + 1, true
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return bad("want a member name", i)
+			return 0, false
 		}
 		start, keyEnd := i, valueEnd(b, i)
 		name := b[i+1 : max(keyEnd-1, i+1)]
 		if key := b[i:keyEnd]; !plainString(key) {
 			var k string
-			if err := sigsjson.UnmarshalCaseSensitivePreserveInts(key, &k); err != nil {
-				return 0, fmt.Errorf("JSON object: member name at offset %d: %w", i, err)
+			if sigsjson.UnmarshalCaseSensitivePreserveInts(key, &k) != nil {
+				return 0, false
 			}
 			name = []byte(k)
 		}
 		i = skipSpace(b, keyEnd)
 		if i >= len(b) || b[i] != ':' {
-			return bad("want ':'", i)
+			return 0, false
 		}
 		i = skipSpace(b, i+1)
 		end := valueEnd(b, i)
-		if end == i || end == len(b) {
-			return bad("want a value", i)
-		}
-		if !each(name, start, i, end) {
-			return bad("member refused", start)
+		if end == i || end == len(b) || !each(name, start, i, end) {
+			return 0, false
 		}
 		i = skipSpace(b, end)
 		if i < len(b) && b[i] == ',' {
@@ -280,9 +270,9 @@ func members(b []byte, i int, each func(name []byte, start, valStart, valEnd int
 			continue
 		}
 		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
+			return i + 1, true
 		}
-		return bad("want ',' or '}'", i)
+		return 0, false
 	}
 }
 
@@ -293,24 +283,24 @@ func members(b []byte, i int, each func(name []byte, start, valStart, valEnd int
 // repeated metadata is cut where the decode reads it (the last), every managedFields in it.
 func withoutManagedFields(raw []byte) []byte {
 	ms, me := -1, -1
-	if _, err := members(raw, skipSpace(raw, 0), func(name []byte, _, vs, ve int) bool {
+	if _, ok := members(raw, skipSpace(raw, 0), func(name []byte, _, vs, ve int) bool {
 		if string(name) == "metadata" {
 			ms, me = vs, ve
 		}
 		return true
-	}); err != nil || ms < 0 || raw[ms] != '{' {
+	}); !ok || ms < 0 || raw[ms] != '{' {
 		return raw
 	}
 	var keep [][2]int
 	cut := false
-	if _, err := members(raw, ms, func(name []byte, start, vs, ve int) bool {
+	if _, ok := members(raw, ms, func(name []byte, start, vs, ve int) bool {
 		if string(name) == "managedFields" {
 			cut = true
 			return json.Valid(raw[vs:ve])
 		}
 		keep = append(keep, [2]int{start, ve})
 		return true
-	}); err != nil || !cut {
+	}); !ok || !cut {
 		return raw
 	}
 	out := make([]byte, 0, len(raw))
