@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
 )
 
 func object(ann map[string]string) *unstructured.Unstructured {
@@ -21,11 +23,21 @@ func object(ann map[string]string) *unstructured.Unstructured {
 	return u
 }
 
+// captured is a request exactly as the released Python image left it (tests/pyimage).
+func captured(t *testing.T, s pyimage.Scenario) *unstructured.Unstructured {
+	t.Helper()
+	o, err := pyimage.Load(s, pyimage.As{Name: "r", Label: "fx"})
+	require.NoError(t, err)
+	return o.Request
+}
+
 // The Python image's own state reads cleanly: the oracle accepts what kopf 1.40.1 wrote.
 func TestThePythonImagesOwnStateReadsCleanly(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 8, 49, 17, 749626000, time.UTC)
-	r := Read(object(MidFlightAnnotations(t0)))
-	assert.Empty(t, r.Problems)
+	t0 := time.Date(2026, 12, 1, 22, 43, 12, 596669000, time.UTC) // create_fn's "started" in the capture
+	for _, s := range []pyimage.Scenario{pyimage.Labels, pyimage.NoLabels} {
+		assert.Empty(t, Read(captured(t, s)).Problems, s)
+	}
+	r := Read(captured(t, pyimage.NoLabels))
 	require.Len(t, r.Records, 4)
 	cf := r.Records["create_fn"]
 	assert.Equal(t, 2, cf.Retries)
@@ -35,13 +47,16 @@ func TestThePythonImagesOwnStateReadsCleanly(t *testing.T) {
 	assert.True(t, r.Records["create_fn/create_fn.<locals>.sub_creation"].Success)
 	assert.Contains(t, cf.Raw, `"create_fn/create_fn.<locals>.check_c_status"`)
 
-	spec := map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{"clusterName": "c"}}
-	f := object(FulfilledAnnotations(spec, nil))
+	f := captured(t, pyimage.Fulfilled)
 	fr := Read(f)
 	assert.Empty(t, fr.Problems)
 	assert.True(t, fr.SeesNoChange(f))
 	f.Object["spec"].(map[string]any)["templateVersion"] = "v2"
 	assert.False(t, fr.SeesNoChange(f))
+	// Its labels are part of what kopf compares (the diff-base carries them).
+	g := captured(t, pyimage.Fulfilled)
+	g.SetLabels(map[string]string{pyimage.ScenarioLabel: "other"})
+	assert.False(t, Read(g).SeesNoChange(g))
 }
 
 // What kopf 1.40.1 trips over is reported, one line each.
@@ -85,11 +100,12 @@ func TestWhatKopf140CannotReadIsReported(t *testing.T) {
 // else): its finalizer is removed as not required, a deletion is let through, a missing diff-base is a
 // create, an unchanged one a resume at start and nothing later.
 func TestDecideFollowsKopf140sCauseRules(t *testing.T) {
-	spec := map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{"clusterName": "c"}}
 	fresh := object(nil)
 	assert.Equal(t, Decision{Reason: ReasonCreate, RunsCreateFn: true}, Decide(fresh, true))
+	inFlight := captured(t, pyimage.Labels)
+	assert.Equal(t, Decision{Reason: ReasonCreate, RunsCreateFn: true}, Decide(inFlight, true), "no diff-base yet: still a create")
 
-	handled := object(FulfilledAnnotations(spec, nil))
+	handled := captured(t, pyimage.Fulfilled)
 	assert.Equal(t, Decision{Reason: ReasonResume, RunsCreateFn: true}, Decide(handled, true))
 	assert.Equal(t, Decision{Reason: ReasonNoop}, Decide(handled, false))
 
