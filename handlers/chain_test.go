@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
 )
 
 func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
@@ -390,24 +390,15 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	params := map[string]any{"clusterName": "edge-python-1"}
-	u := provisioningRequest("python-1", "python", tmplOK, params)
-	essence, _ := json.Marshal(map[string]any{"spec": u.Object["spec"], "metadata": map[string]any{"labels": map[string]any{"test": "python"}}})
-	u.SetAnnotations(map[string]string{
-		Prefix + "/kopf-managed":               "yes",
-		Prefix + "/last-handled-configuration": string(essence) + "\n",
-		Prefix + "/last-ha-a.A3qw":             string(essence) + "\n",
-	})
-	created := createPR(t, srv, u)
-	created.Object["status"] = map[string]any{
-		"provisioningStatus":     map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-09-16T20:30:09Z"},
-		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "0b7e1a4c-6f3e-4d38-9c1d-7c9a2f1f0e11", "oCloudInfrastructureResourceIds": []any{}},
-	}
-	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+	as := pyimage.As{Name: "python-1", Label: "python"}
+	o, err := pyimage.Load(pyimage.Fulfilled, as)
+	require.NoError(t, err)
+	o.PackageVariant, o.Cluster = nil, nil // removed by hand since
+	_, err = o.Install(context.Background(), srv.AdminDynamic())
 	require.NoError(t, err)
 	before, _ := getPR(t, srv, "python-1")
 
-	c := startChain(t, srv, "python", nil, nil)
+	c := startChain(t, srv, "python", selecting(as), nil)
 	eventually(t, 20*time.Second, func() bool { return c.rec.Count("GET", "") > 0 }, "the operator never started")
 	time.Sleep(2 * time.Second)
 	after, _ := getPR(t, srv, "python-1")

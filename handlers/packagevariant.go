@@ -21,20 +21,7 @@ const setLabelsImage = "gcr.io/kpt-fn/set-labels:v0.2.0"
 // and an ownerReference (so the garbage collector removes it even if the request disappears without our
 // finalizer running).
 func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Request) *unstructured.Unstructured {
-	spec := map[string]any{
-		"upstream": map[string]any{
-			"repo": h.cfg.UpstreamRepo, "package": req.TemplateName, "workspaceName": req.TemplateVersion,
-		},
-		"downstream":  map[string]any{"repo": h.cfg.DownstreamRepo, "package": req.ClusterName},
-		"annotations": map[string]any{"approval.nephio.org/policy": "initial"},
-	}
-	if req.Labels != nil {
-		cm := map[string]any{}
-		for k, v := range req.Labels {
-			cm[k] = v
-		}
-		spec["pipeline"] = map[string]any{"mutators": []any{map[string]any{"image": setLabelsImage, "configMap": cm}}}
-	}
+	spec := h.packageVariantSpec(req)
 	pv := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": external.PackageVariantGVR.GroupVersion().String(),
 		"kind":       external.PackageVariantKind,
@@ -54,6 +41,55 @@ func (h *Handlers) desiredPackageVariant(pr *unstructured.Unstructured, req Requ
 	return pv
 }
 
+// packageVariantSpec is the spec, byte for byte as the released Python image writes it
+// (testdata/reference/python-image-objects): it always sends spec.pipeline.mutators — an empty list when
+// the request has no templateParameters.labels, one set-labels mutator with them — so one spec shape
+// serves creation and adoption alike.
+func (h *Handlers) packageVariantSpec(req Request) map[string]any {
+	mutators := []any{}
+	if req.Labels != nil {
+		cm := map[string]any{}
+		for k, v := range req.Labels {
+			cm[k] = v
+		}
+		mutators = append(mutators, map[string]any{"image": setLabelsImage, "configMap": cm})
+	}
+	return map[string]any{
+		"upstream": map[string]any{
+			"repo": h.cfg.UpstreamRepo, "package": req.TemplateName, "workspaceName": req.TemplateVersion,
+		},
+		"downstream":  map[string]any{"repo": h.cfg.DownstreamRepo, "package": req.ClusterName},
+		"annotations": map[string]any{"approval.nephio.org/policy": "initial"},
+		"pipeline":    map[string]any{"mutators": mutators},
+	}
+}
+
+// rendersAlike: Porch renders an absent pipeline and one with no mutators alike, so a PackageVariant this
+// operator created before it wrote the Python image's empty list is not rewritten for that alone.
+func rendersAlike(have, want any) bool {
+	strip := func(spec any) any {
+		m, ok := spec.(map[string]any)
+		if !ok {
+			return spec
+		}
+		p, ok := m["pipeline"].(map[string]any)
+		if !ok || len(p) != 1 {
+			return spec
+		}
+		if mut, ok := p["mutators"].([]any); !ok || len(mut) != 0 {
+			return spec
+		}
+		out := make(map[string]any, len(m))
+		for k, v := range m {
+			if k != "pipeline" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(strip(have), strip(want))
+}
+
 // ownedByRequest: the name is chosen by the request, so a PackageVariant of that name proves nothing; it
 // is this request's if it carries this request's uid — the uid alone, so a refused clusterName change
 // (the request now names another cluster than the one its PackageVariant targets) does not make our own
@@ -68,7 +104,8 @@ func pvOwnedByRequest(pv, pr *unstructured.Unstructured) bool {
 // metadata.label, a string the API server drops). Such a PackageVariant is this request's when it has the
 // request's name, in our namespace, carries neither of our annotations, has exactly the spec the Python
 // image writes for this request (upstream repo / template / version, downstream package = clusterName,
-// the approval annotation, the labels mutator) and was created after the request (one created before it
+// the approval annotation, the pipeline's mutators: the labels' one or none) and was created no earlier
+// than the request (one created before it
 // is a leftover of an earlier request of that name: the Python image never deleted them). Anything else
 // without our annotations stays foreign.
 func (h *Handlers) madeByThePythonImage(pv, pr *unstructured.Unstructured, req Request) bool {
@@ -85,7 +122,7 @@ func (h *Handlers) madeByThePythonImage(pv, pr *unstructured.Unstructured, req R
 	if pv.GetCreationTimestamp().Time.Before(pr.GetCreationTimestamp().Time) {
 		return false
 	}
-	return reflect.DeepEqual(pv.Object["spec"], h.desiredPackageVariant(pr, req).Object["spec"])
+	return reflect.DeepEqual(pv.Object["spec"], h.packageVariantSpec(req))
 }
 
 // isOurs is the release's view: ours by uid, or the one the Python image made for this request.
@@ -220,12 +257,12 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 // updatePackageVariant re-asserts the desired spec on our PackageVariant when the request's spec changed
 // (an NBI PUT): Porch re-renders the downstream package from the new template version or labels.
 func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
-	want := h.desiredPackageVariant(c.Object, req)
-	if reflect.DeepEqual(pv.Object["spec"], want.Object["spec"]) {
+	want := h.packageVariantSpec(req)
+	if rendersAlike(pv.Object["spec"], want) {
 		return pv, nil
 	}
 	pv = pv.DeepCopy()
-	pv.Object["spec"] = want.Object["spec"]
+	pv.Object["spec"] = want
 	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {

@@ -23,52 +23,46 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
 )
 
-// Objects exactly as the released Python image (kopf 1.40.1) leaves them (kopf-observed.md): requests with
-// or without its kopf records, no finalizer, and PackageVariants with neither of our annotations nor any
-// label. Then this operator starts in its place.
+// Objects exactly as the released Python image (kopf 1.40.1) left them on a real API server
+// (testdata/reference/python-image-objects, through tests/pyimage): requests with or without kopf's
+// records, no finalizer, PackageVariants with neither of our annotations nor any label and always a
+// pipeline.mutators list. Then this operator starts in its place.
 
-// pythonRequest creates a request as the Python image left it: its annotations, and a status if it had
-// written one.
-func pythonRequest(t *testing.T, srv *kubeapi.Server, u *unstructured.Unstructured, ann map[string]string, status map[string]any) *unstructured.Unstructured {
+// pythonObjects installs a captured scenario renamed for the test and waits until the simulated Porch has
+// reported on its PackageVariant, as it had while the Python image waited.
+func pythonObjects(t *testing.T, srv *kubeapi.Server, s pyimage.Scenario, as pyimage.As, edit ...func(*pyimage.Objects)) pyimage.Objects {
 	t.Helper()
-	if ann != nil {
-		u.SetAnnotations(ann)
-	}
-	created := createPR(t, srv, u)
-	if status != nil {
-		created.Object["status"] = status
-		var err error
-		created, err = srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
-		require.NoError(t, err)
-	}
-	return created
-}
-
-// pythonPackageVariant creates the PackageVariant the Python image makes for a request: name = the
-// request's, namespace default, its spec, no labels, annotations or ownerReferences. It waits until the
-// simulated Porch has rendered it, as it would have been while the Python image waited.
-func pythonPackageVariant(t *testing.T, srv *kubeapi.Server, name string, spec map[string]any) *unstructured.Unstructured {
-	t.Helper()
-	pv := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
-		"metadata": map[string]any{"name": name, "namespace": "default"},
-		"spec":     spec,
-	}}
-	_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
+	o, err := pyimage.Load(s, as)
 	require.NoError(t, err)
-	var out *unstructured.Unstructured
-	eventually(t, 15*time.Second, func() bool {
-		out, _ = getPV(t, srv, name)
-		_, ok := condition(out, "Ready")
-		return ok
-	}, "the world never rendered %s", name)
-	return out
+	for _, e := range edit {
+		e(&o)
+	}
+	live, err := o.Install(context.Background(), srv.AdminDynamic())
+	require.NoError(t, err)
+	if live.PackageVariant != nil {
+		eventually(t, 15*time.Second, func() bool {
+			pv, _ := getPV(t, srv, as.Name)
+			_, ok := condition(pv, "Ready")
+			if ok {
+				live.PackageVariant = pv
+			}
+			return ok
+		}, "the world never rendered %s", as.Name)
+	}
+	return live
 }
 
-func pythonSpec(template, clusterName string, labels map[string]any) map[string]any {
-	return kopf140.PackageVariantSpec("catalog-infra-capi", template, "v1.0.0", clusterName, labels)
+// selecting is a startChain option: the requests of the test's renamed scenarios.
+func selecting(as pyimage.As, more ...func(*Config)) func(*Config) {
+	return func(c *Config) {
+		c.Selector = as.Selector()
+		for _, m := range more {
+			m(c)
+		}
+	}
 }
 
 func countEvents(evs []corev1.Event, reason string) int {
@@ -81,73 +75,82 @@ func countEvents(evs []corev1.Event, reason string) int {
 	return n
 }
 
+// The image swapped with requests in flight: each carries on on the PackageVariant the Python image made
+// (same uid, same spec, no second POST) to fulfilled, the fulfilled one stays as it is, and deleting any
+// of them removes the Python image's PackageVariant (it would have orphaned it).
 func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	const label = "upgrade"
-	t0 := time.Now().Add(-30 * time.Second) // the Python image's first pass, a while ago
-	progressing := map[string]any{"provisioningStatus": map[string]any{
-		"provisioningState": "progressing", "provisioningMessage": "Cluster resource creation ongoing",
-		"provisioningUpdateTime": t0.UTC().Format(time.RFC3339),
-	}}
-	labels := map[string]any{"site": "lab-3"}
+	live := map[pyimage.Scenario]pyimage.Objects{}
+	as := func(s pyimage.Scenario) pyimage.As { return pyimage.As{Name: "upg-" + string(s), Label: label} }
+	for _, s := range pyimage.All {
+		live[s] = pythonObjects(t, srv, s, as(s))
+	}
+	fulfilledBefore, _ := getPR(t, srv, as(pyimage.Fulfilled).Name)
 
-	// With its kopf records, a status and its PackageVariant (with the labels mutator).
-	withRecords := pythonRequest(t, srv, provisioningRequest("upg-records", label, tmplOK, map[string]any{"clusterName": "edge-upg-records", "labels": labels}),
-		kopf140.MidFlightAnnotations(t0), progressing)
-	pvRecords := pythonPackageVariant(t, srv, "upg-records", pythonSpec(tmplOK, "edge-upg-records", labels))
-	// Killed before kopf persisted anything (3 of 5 in the observation), its PackageVariant made.
-	bare := pythonRequest(t, srv, provisioningRequest("upg-bare-pv", label, tmplOK, map[string]any{"clusterName": "edge-upg-bare-pv"}), nil, nil)
-	pvBare := pythonPackageVariant(t, srv, "upg-bare-pv", pythonSpec(tmplOK, "edge-upg-bare-pv", nil))
-	// Killed before anything at all: no records, no PackageVariant.
-	nothing := pythonRequest(t, srv, provisioningRequest("upg-nothing", label, tmplOK, map[string]any{"clusterName": "edge-upg-nothing"}), nil, nil)
-
-	c := startChain(t, srv, label, nil, nil)
-	for _, pr := range []*unstructured.Unstructured{withRecords, bare, nothing} {
-		done := waitState(t, srv, pr.GetName(), v1alpha1.StateFulfilled, 60*time.Second)
-		assert.Equal(t, "Cluster resource created", v1alpha1.StatusOf(done).Message)
-		cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-"+pr.GetName(), metav1.GetOptions{})
+	c := startChain(t, srv, label, selecting(as(pyimage.Fulfilled)), nil)
+	inFlight := []pyimage.Scenario{pyimage.Labels, pyimage.NoLabels, pyimage.Early}
+	for _, s := range inFlight {
+		done := waitState(t, srv, as(s).Name, v1alpha1.StateFulfilled, 60*time.Second)
+		assert.Equal(t, "Cluster resource created", v1alpha1.StatusOf(done).Message, s)
+		cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), as(s).ClusterName(), metav1.GetOptions{})
 		require.NoError(t, err)
 		id, _, _ := unstructured.NestedString(done.Object, "status", "provisionedResourceSet", "oCloudNodeClusterId")
-		assert.Equal(t, string(cl.GetUID()), id)
-	}
+		assert.Equal(t, string(cl.GetUID()), id, s)
+		if live[s].Cluster != nil {
+			assert.Equal(t, live[s].Cluster.GetUID(), cl.GetUID(), "%s: the Python image's Cluster was replaced", s)
+		}
 
-	for _, tc := range []struct {
-		pr, pv *unstructured.Unstructured
-	}{{withRecords, pvRecords}, {bare, pvBare}} {
-		name := tc.pr.GetName()
+		name, want := as(s).Name, live[s]
 		pv, ok := getPV(t, srv, name)
 		require.True(t, ok)
-		assert.Equal(t, tc.pv.GetUID(), pv.GetUID(), "%s: the Python image's package variant was replaced", name)
-		assert.Equal(t, tc.pv.Object["spec"], pv.Object["spec"], "%s: its spec was changed", name)
-		assert.Equal(t, string(tc.pr.GetUID()), pv.GetAnnotations()[AnnotationRequestUID], name)
-		assert.Equal(t, "edge-"+name, pv.GetAnnotations()[AnnotationDownstream], name)
-		assert.Equal(t, LabelOwnerValue, pv.GetLabels()[LabelOwner], name)
-		require.Len(t, pv.GetOwnerReferences(), 1, name)
-		assert.Equal(t, tc.pr.GetUID(), pv.GetOwnerReferences()[0].UID, name)
+		assert.Equal(t, want.PackageVariant.GetUID(), pv.GetUID(), "%s: the Python image's package variant was replaced", s)
+		assert.Equal(t, want.PackageVariant.Object["spec"], pv.Object["spec"], "%s: its spec was changed", s)
+		assert.Equal(t, string(want.Request.GetUID()), pv.GetAnnotations()[AnnotationRequestUID], s)
+		assert.Equal(t, as(s).ClusterName(), pv.GetAnnotations()[AnnotationDownstream], s)
+		assert.Equal(t, LabelOwnerValue, pv.GetLabels()[LabelOwner], s)
+		require.Len(t, pv.GetOwnerReferences(), 1, s)
+		assert.Equal(t, want.Request.GetUID(), pv.GetOwnerReferences()[0].UID, s)
 		eventually(t, 10*time.Second, func() bool {
 			return hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventAdopted, "the Python image created it for this request")
-		}, "%s: no adoption event", name)
+		}, "%s: no adoption event", s)
 	}
-	assert.Zero(t, c.rec.Count("POST", "/packagevariants")-1, "only the request without a package variant got one created")
-	_, created := getPV(t, srv, "upg-nothing")
-	assert.True(t, created)
+	assert.Zero(t, c.rec.Count("POST", "/packagevariants"), "a package variant was created beside the Python image's")
+
+	// The fulfilled one is left alone: its status (the Python image's ids and time), its PackageVariant.
+	fulfilled, _ := getPR(t, srv, as(pyimage.Fulfilled).Name)
+	assert.Equal(t, fulfilledBefore.Object["status"], fulfilled.Object["status"], "a fulfilled request's status was rewritten")
+	assert.Empty(t, c.rec.Writes("/provisioningrequests/"+as(pyimage.Fulfilled).Name+"/status"))
+	assert.Empty(t, c.rec.Writes("/packagevariants/"+as(pyimage.Fulfilled).Name), "a fulfilled request's package variant was touched")
+	pv, _ := getPV(t, srv, as(pyimage.Fulfilled).Name)
+	assert.Empty(t, pv.GetAnnotations(), "a fulfilled request's package variant was adopted")
 
 	// Adopted once: a restart finds them ours and says nothing more.
 	c.stop(t)
-	again := startChain(t, srv, label, nil, nil)
+	again := startChain(t, srv, label, selecting(as(pyimage.Fulfilled)), nil)
 	time.Sleep(time.Second)
 	assert.Empty(t, again.rec.Writes("/packagevariants"), "the restarted operator touched a package variant")
-	for _, name := range []string{"upg-records", "upg-bare-pv"} {
-		assert.Equal(t, 1, countEvents(eventsOf(t, srv, name), EventAdopted), "%s: adopted more than once", name)
+	for _, s := range inFlight {
+		assert.Equal(t, 1, countEvents(eventsOf(t, srv, as(s).Name), EventAdopted), "%s: adopted more than once", s)
 	}
 
 	// The Python image's records are purged with the cause, the diff-base written as kopf writes it.
-	u, _ := getPR(t, srv, "upg-records")
+	u, _ := getPR(t, srv, as(pyimage.Labels).Name)
 	r := kopf140.Read(u)
 	assert.Empty(t, r.Problems)
 	assert.Empty(t, r.Records, "kopf records left behind")
 	assert.True(t, r.SeesNoChange(u), "the Python image would see a change")
+
+	// Deleting each removes the Python image's PackageVariant: adopted or only recognised.
+	for _, s := range pyimage.All {
+		require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), as(s).Name, metav1.DeleteOptions{}))
+	}
+	for _, s := range pyimage.All {
+		eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, as(s).Name); return !ok }, "%s: request never went away", s)
+		eventually(t, 30*time.Second, func() bool { _, ok := getPV(t, srv, as(s).Name); return !ok }, "%s: the Python image's package variant outlived its request", s)
+		assert.Equal(t, 1, again.rec.Count("DELETE", "/packagevariants/"+as(s).Name), s)
+	}
 }
 
 // The budget is CREATION_TIMEOUT from the request's creationTimestamp, however long the Python image had
@@ -155,74 +158,84 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 func TestUpgradeKeepsTheBudgetFromCreationTimestamp(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	const label = "upgrade-budget"
-	pr := pythonRequest(t, srv, provisioningRequest("upg-budget", label, tmplNeverProvision, map[string]any{"clusterName": "edge-upg-budget"}),
-		kopf140.MidFlightAnnotations(time.Now().Add(-20*time.Second)), nil)
-	pythonPackageVariant(t, srv, "upg-budget", pythonSpec(tmplNeverProvision, "edge-upg-budget", nil))
+	as := pyimage.As{Name: "upg-budget", Label: "upgrade-budget", Template: tmplNeverProvision}
+	pr := pythonObjects(t, srv, pyimage.NoLabels, as).Request
 	created := pr.GetCreationTimestamp().Time
 	const budget = 6 * time.Second
 	for time.Since(created) < 4*time.Second {
 		time.Sleep(100 * time.Millisecond) // the Python image's time with it
 	}
 	start := time.Now()
-	startChain(t, srv, label, func(c *Config) { c.CreationTimeout = budget; c.Requeue = 300 * time.Millisecond }, nil)
-	failed := waitState(t, srv, "upg-budget", v1alpha1.StateFailed, 60*time.Second)
+	startChain(t, srv, as.Label, selecting(as, func(c *Config) { c.CreationTimeout = budget; c.Requeue = 300 * time.Millisecond }), nil)
+	failed := waitState(t, srv, as.Name, v1alpha1.StateFailed, 60*time.Second)
 	assert.Contains(t, v1alpha1.StatusOf(failed).Message, "timed out after 6s")
 	updated, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(failed).UpdateTime)
 	require.NoError(t, err)
 	assert.False(t, updated.Before(created.Truncate(time.Second).Add(budget)), "failed before its budget was spent")
 	assert.True(t, updated.Before(start.Add(budget-time.Second)), "the upgrade granted a fresh budget: failed at %s, started at %s", updated, start)
-	pv, _ := getPV(t, srv, "upg-budget")
+	pv, _ := getPV(t, srv, as.Name)
 	assert.Equal(t, string(pr.GetUID()), pv.GetAnnotations()[AnnotationRequestUID], "adopted on the way")
 }
 
 // Anything without our annotations that is not exactly the Python image's PackageVariant for this request
-// stays foreign: the request fails with a conflict and the PackageVariant is never touched.
+// stays foreign: the request fails with a conflict and the PackageVariant is never touched. Each case is
+// the captured one with one thing changed.
 func TestPackageVariantsNotMadeByThePythonImageForTheRequestStayForeign(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	const label = "upgrade-foreign"
-	// A leftover of an earlier request of that name (the Python image never deleted them): older.
-	older := pythonPackageVariant(t, srv, "upf-older", pythonSpec(tmplOK, "edge-upf-older", nil))
-	time.Sleep(1100 * time.Millisecond) // creationTimestamps have second precision
+	spec := func(o *pyimage.Objects) map[string]any { return o.PackageVariant.Object["spec"].(map[string]any) }
 	cases := map[string]struct {
-		pvSpec map[string]any
-		ann    map[string]any
+		scenario pyimage.Scenario
+		edit     func(*pyimage.Objects)
 	}{
-		"upf-other-cluster": {pvSpec: pythonSpec(tmplOK, "edge-someone-else", nil)},
-		"upf-other-version": {pvSpec: kopf140.PackageVariantSpec("catalog-infra-capi", tmplOK, "v9.9.9", "edge-upf-other-version", nil)},
-		"upf-other-labels":  {pvSpec: pythonSpec(tmplOK, "edge-upf-other-labels", map[string]any{"site": "elsewhere"})},
-		"upf-downstream":    {pvSpec: pythonSpec(tmplOK, "edge-upf-downstream", nil), ann: map[string]any{AnnotationDownstream: "edge-upf-downstream"}},
+		"upf-other-cluster": {pyimage.NoLabels, func(o *pyimage.Objects) {
+			spec(o)["downstream"].(map[string]any)["package"] = "edge-someone-else"
+		}},
+		"upf-other-version": {pyimage.NoLabels, func(o *pyimage.Objects) {
+			spec(o)["upstream"].(map[string]any)["workspaceName"] = "v9.9.9"
+		}},
+		"upf-other-labels": {pyimage.Labels, func(o *pyimage.Objects) {
+			spec(o)["pipeline"].(map[string]any)["mutators"].([]any)[0].(map[string]any)["configMap"] = map[string]any{"site": "elsewhere"}
+		}},
+		"upf-labels-lost": {pyimage.Labels, func(o *pyimage.Objects) {
+			spec(o)["pipeline"] = map[string]any{"mutators": []any{}}
+		}},
+		"upf-downstream": {pyimage.NoLabels, func(o *pyimage.Objects) {
+			o.PackageVariant.SetAnnotations(map[string]string{AnnotationDownstream: o.PackageVariant.Object["spec"].(map[string]any)["downstream"].(map[string]any)["package"].(string)})
+		}},
 	}
-	before := map[string]*unstructured.Unstructured{"upf-older": older}
+	before := map[string]*unstructured.Unstructured{}
 	for name, tc := range cases {
-		createPR(t, srv, provisioningRequest(name, label, tmplOK, map[string]any{"clusterName": "edge-" + name}))
-		pv := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
-			"metadata": map[string]any{"name": name, "namespace": "default"}, "spec": tc.pvSpec,
-		}}
-		if tc.ann != nil {
-			pv.Object["metadata"].(map[string]any)["annotations"] = tc.ann
-		}
-		_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), pv, metav1.CreateOptions{})
-		require.NoError(t, err)
+		before[name] = pythonObjects(t, srv, tc.scenario, pyimage.As{Name: name, Label: label}, tc.edit, func(o *pyimage.Objects) { o.Cluster = nil }).PackageVariant
 	}
-	createPR(t, srv, provisioningRequest("upf-older", label, tmplOK, map[string]any{"clusterName": "edge-upf-older"}))
-	for name := range cases {
-		eventually(t, 15*time.Second, func() bool {
-			pv, _ := getPV(t, srv, name)
-			_, ok := condition(pv, "Ready")
-			before[name] = pv
-			return ok
-		}, "the world never rendered %s", name)
-	}
+	// A leftover of an earlier request of that name (the Python image never deleted them): older than the
+	// request, so made for another one.
+	older, err := pyimage.Load(pyimage.NoLabels, pyimage.As{Name: "upf-older", Label: label})
+	require.NoError(t, err)
+	pvOnly := older
+	pvOnly.Request, pvOnly.Cluster = nil, nil
+	_, err = pvOnly.Install(context.Background(), srv.AdminDynamic())
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // creationTimestamps have second precision
+	older.PackageVariant, older.Cluster = nil, nil
+	_, err = older.Install(context.Background(), srv.AdminDynamic())
+	require.NoError(t, err)
+	eventually(t, 15*time.Second, func() bool {
+		pv, _ := getPV(t, srv, "upf-older")
+		_, ok := condition(pv, "Ready")
+		before["upf-older"] = pv
+		return ok
+	}, "the world never rendered upf-older")
 
-	startChain(t, srv, label, nil, nil)
+	c := startChain(t, srv, label, selecting(pyimage.As{Label: label}), nil)
 	for name, pv := range before {
 		u := waitState(t, srv, name, v1alpha1.StateFailed, 60*time.Second)
 		assert.Equal(t, "Provisioning request creation failed; reason: package variant default/"+name+" already exists and belongs to another request", v1alpha1.StatusOf(u).Message)
 		after, _ := getPV(t, srv, name)
-		assert.Equal(t, pv.GetResourceVersion(), after.GetResourceVersion(), "%s: a foreign package variant was modified", name)
+		assert.Empty(t, c.rec.Writes("/packagevariants/"+name), "%s: a foreign package variant was written", name)
+		assert.Equal(t, pv.GetAnnotations(), after.GetAnnotations(), name)
+		assert.Equal(t, pv.Object["spec"], after.Object["spec"], name)
 		assert.Empty(t, after.GetAnnotations()[AnnotationRequestUID], name)
 		assert.False(t, hasEvent(eventsOf(t, srv, name), corev1.EventTypeNormal, EventAdopted, ""), "%s: adopted", name)
 	}
@@ -234,19 +247,22 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	const label = "rollback"
-	t0 := time.Now().Add(-30 * time.Second)
-	pyAnn := kopf140.MidFlightAnnotations(t0)
 	// Taken over from the Python image mid-flight and handled here mid-way (waiting on its Cluster).
-	pythonRequest(t, srv, provisioningRequest("rb-python", label, tmplNeverProvision, map[string]any{"clusterName": "edge-rb-python"}), pyAnn, nil)
-	pythonPackageVariant(t, srv, "rb-python", pythonSpec(tmplNeverProvision, "edge-rb-python", nil))
-	// Started here and left mid-way.
-	createPR(t, srv, provisioningRequest("rb-ours", label, tmplNeverProvision, map[string]any{"clusterName": "edge-rb-ours"}))
-	// Fulfilled here, labels and all.
+	py := pyimage.As{Name: "rb-python", Label: label, Template: tmplNeverProvision}
+	taken := pythonObjects(t, srv, pyimage.NoLabels, py).Request
+	pyAnn := taken.GetAnnotations()
+	t0 := kopf140.Read(taken).Records["create_fn"].Started
+	require.False(t, t0.IsZero(), "the capture has no create_fn record")
+	// Started here and left mid-way; fulfilled here, labels and all.
+	ours := provisioningRequest("rb-ours", label, tmplNeverProvision, map[string]any{"clusterName": "edge-rb-ours"})
 	done := provisioningRequest("rb-done", label, tmplOK, map[string]any{"clusterName": "edge-rb-done", "labels": map[string]any{"site": "lab-3"}})
 	done.Object["spec"].(map[string]any)["description"] = "Café <lab> & co"
-	createPR(t, srv, done)
+	for _, u := range []*unstructured.Unstructured{ours, done} {
+		u.SetLabels(map[string]string{pyimage.ScenarioLabel: label})
+		createPR(t, srv, u)
+	}
 
-	c := startChain(t, srv, label, nil, nil)
+	c := startChain(t, srv, label, selecting(py), nil)
 	key := kopf140.Prefix + "/create_fn"
 	eventually(t, 60*time.Second, func() bool {
 		u, ok := getPR(t, srv, "rb-python")
@@ -295,7 +311,7 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 	r := kopf140.Read(u)
 	rec := r.Records["create_fn"]
 	assert.GreaterOrEqual(t, rec.Retries, 3, "the Python image's count carried on")
-	assert.Equal(t, t0.UTC().Truncate(time.Microsecond), rec.Started, "started kept")
+	assert.Equal(t, t0, rec.Started, "started kept")
 	assert.False(t, rec.Sleeping(now.Add(2*time.Minute)), "its delay is a real time kopf can compare")
 	assert.Contains(t, ann[key], `"subrefs":["create_fn/create_fn.<locals>.check_c_status","create_fn/create_fn.<locals>.sub_creation","create_fn/create_fn.<locals>.sub_validations"]}`,
 		"subrefs not as kopf writes them")
@@ -332,26 +348,24 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	const label = "upgrade-delete"
-	u := provisioningRequest("upd-1", label, tmplOK, map[string]any{"clusterName": "edge-upd-1"})
-	pythonRequest(t, srv, u, kopf140.FulfilledAnnotations(u.Object["spec"].(map[string]any), map[string]string{"test": label}), map[string]any{
-		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "Cluster resource created", "provisioningUpdateTime": "2026-12-01T08:50:02Z"},
-	})
-	pv := pythonPackageVariant(t, srv, "upd-1", pythonSpec(tmplOK, "edge-upd-1", nil))
+	as := pyimage.As{Name: "upd-1", Label: "upgrade-delete"}
+	pv := pythonObjects(t, srv, pyimage.Fulfilled, as).PackageVariant
 
-	c := startChain(t, srv, label, func(c *Config) { c.Requeue = 500 * time.Millisecond }, nil)
+	c := startChain(t, srv, as.Label, selecting(as, func(c *Config) { c.Requeue = 500 * time.Millisecond }), nil)
 	eventually(t, 20*time.Second, func() bool {
-		got, _ := getPR(t, srv, "upd-1")
+		got, _ := getPR(t, srv, as.Name)
 		return len(got.GetFinalizers()) == 1
 	}, "the finalizer was never added")
 	time.Sleep(500 * time.Millisecond)
-	still, _ := getPV(t, srv, "upd-1")
-	assert.Equal(t, pv.GetResourceVersion(), still.GetResourceVersion(), "a fulfilled request's package variant was touched")
+	assert.Empty(t, c.rec.Writes("/packagevariants/"+as.Name), "a fulfilled request's package variant was touched")
+	still, _ := getPV(t, srv, as.Name)
+	assert.Equal(t, pv.Object["spec"], still.Object["spec"])
+	assert.Empty(t, still.GetAnnotations(), "a fulfilled request's package variant was adopted")
 
-	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "upd-1", metav1.DeleteOptions{}))
-	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "upd-1"); return !ok }, "request never went away")
-	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/upd-1"))
-	_, left := getPV(t, srv, "upd-1")
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), as.Name, metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, as.Name); return !ok }, "request never went away")
+	assert.Equal(t, 1, c.rec.Count("DELETE", "/packagevariants/"+as.Name))
+	_, left := getPV(t, srv, as.Name)
 	assert.False(t, left, "the Python image's package variant outlived its request")
 }
 
@@ -383,8 +397,8 @@ func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
 	require.NoError(t, err)
 	h := New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
 
-	pr := createPR(t, srv, provisioningRequest("adopt-rbac", "adopt-rbac", tmplOK, map[string]any{"clusterName": "edge-adopt-rbac"}))
-	pv := pythonPackageVariant(t, srv, "adopt-rbac", pythonSpec(tmplOK, "edge-adopt-rbac", nil))
+	live := pythonObjects(t, srv, pyimage.NoLabels, pyimage.As{Name: "adopt-rbac", Label: "adopt-rbac"})
+	pr, pv := live.Request, live.PackageVariant
 	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
 	req, err := ParseRequest(spec, nil)
 	require.NoError(t, err)
@@ -396,4 +410,32 @@ func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
 	assert.Equal(t, pv.GetUID(), adopted.GetUID())
 	assert.Equal(t, string(pr.GetUID()), adopted.GetAnnotations()[AnnotationRequestUID])
 	assert.True(t, h.isOurs(adopted, pr))
+}
+
+// For the same request this operator writes the spec the image wrote (one PackageVariant shape, so a
+// rollback and an adoption find what they expect), and a spec without a pipeline, as this operator wrote
+// before, renders alike and is not rewritten for that alone.
+func TestOurPackageVariantSpecIsThePythonImages(t *testing.T) {
+	cfg, err := ConfigFromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	h := &Handlers{cfg: cfg}
+	for _, s := range pyimage.All {
+		o, err := pyimage.Load(s, pyimage.As{Name: "spec-" + string(s), Label: "unit"})
+		require.NoError(t, err)
+		spec, _, _ := unstructured.NestedMap(o.Request.Object, "spec")
+		req, err := ParseRequest(spec, nil)
+		require.NoError(t, err)
+		assert.Equal(t, o.PackageVariant.Object["spec"], h.packageVariantSpec(req), s)
+	}
+	noLabels := h.packageVariantSpec(Request{TemplateName: "t", TemplateVersion: "v1", ClusterName: "c"})
+	before := map[string]any{}
+	for k, v := range noLabels {
+		if k != "pipeline" {
+			before[k] = v
+		}
+	}
+	assert.True(t, rendersAlike(before, noLabels), "no pipeline and an empty one render alike")
+	withLabels := h.packageVariantSpec(Request{TemplateName: "t", TemplateVersion: "v1", ClusterName: "c", Labels: map[string]string{"a": "b"}})
+	assert.False(t, rendersAlike(before, withLabels))
+	assert.False(t, rendersAlike(noLabels, withLabels))
 }
