@@ -37,6 +37,13 @@ func restartBudget(c *framework.Cause) {
 	c.Patch.SetStatus(c.Now.UTC().Format(time.RFC3339), v1alpha1.FieldExtensions, budgetStartKey)
 }
 
+// waitedFor names each stage a request waits in, as the failure message says it.
+var waitedFor = map[string]string{
+	"hosts":     "the hosts",
+	"rendering": "the Cluster instance rendering",
+	"cluster":   "the Cluster resource",
+}
+
 // waitWithinBudget keeps waiting while the CREATION_TIMEOUT budget lasts and fails the request once it is
 // spent. The budget covers every wait (hosts, rendering, cluster), not only the last one: a package that
 // never rendered used to keep its request progressing for good.
@@ -46,7 +53,10 @@ func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail s
 		if detail != "" {
 			message += ": " + detail
 		}
-		return h.fail(c, fmt.Sprintf("%s; timed out after %s", message, h.cfg.CreationTimeout))
+		// Failed says failed, what it waited for and the last word on it (FOCOM and people read the
+		// message; "… ongoing; timed out" read as progress).
+		return h.fail(c, fmt.Sprintf("Provisioning request failed; reason: timed out after %s waiting for %s (last: %s)",
+			h.cfg.CreationTimeout, waitedFor[stage], message))
 	}
 	return h.wait(c, message)
 }

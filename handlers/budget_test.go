@@ -39,7 +39,7 @@ func TestBudgetRunsFromCreationOnThePassClock(t *testing.T) {
 	err = h.waitWithinBudget(c, "cluster", "Cluster resource creation ongoing (Provisioning)", "Available=False")
 	var perm *framework.PermanentError
 	assert.True(t, errors.As(err, &perm), "spent")
-	assert.Equal(t, "Cluster resource creation ongoing (Provisioning): Available=False; timed out after 30m0s", perm.Message)
+	assert.Equal(t, "Provisioning request failed; reason: timed out after 30m0s waiting for the Cluster resource (last: Cluster resource creation ongoing (Provisioning): Available=False)", perm.Message)
 
 	// An update re-drive started 40 minutes in: its own budget from then.
 	u.Object["status"] = map[string]any{"extensions": map[string]any{budgetStartKey: created.Add(40 * time.Minute).Format(time.RFC3339)}}

@@ -245,7 +245,7 @@ func TestBudgetExpiresWhileRendering(t *testing.T) {
 	startChain(t, srv, "budget-render", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("budget-render-1", "budget-render", tmplNeverRenders, map[string]any{"clusterName": "edge-br-1"}))
 	u := waitState(t, srv, "budget-render-1", v1alpha1.StateFailed, 30*time.Second)
-	assert.Equal(t, "Cluster instance rendering ongoing; timed out after 3s", v1alpha1.StatusOf(u).Message)
+	assert.Equal(t, "Provisioning request failed; reason: timed out after 3s waiting for the Cluster instance rendering (last: Cluster instance rendering ongoing)", v1alpha1.StatusOf(u).Message)
 }
 
 func TestBudgetExpiresWhileWaitingForTheCluster(t *testing.T) {
