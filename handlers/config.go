@@ -25,6 +25,9 @@ type Config struct {
 	CreationTimeout time.Duration
 	// Requeue is the safety-net re-check while waiting; related watches wake sooner (REQUEUE_INTERVAL).
 	Requeue time.Duration
+	// RenderSettle is how long after rewriting a PackageVariant's spec a Ready=True without an
+	// observedGeneration is believed for the new spec (RENDER_SETTLE seconds; observed.go).
+	RenderSettle time.Duration
 	// PackageVariantNamespace and ClusterNamespace: where the Python image put them ("default").
 	PackageVariantNamespace string
 	ClusterNamespace        string
@@ -60,6 +63,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	if cfg.Requeue, err = positiveSeconds(getenv, "REQUEUE_INTERVAL", 10); err != nil {
+		return cfg, err
+	}
+	if cfg.RenderSettle, err = positiveSeconds(getenv, "RENDER_SETTLE", 30); err != nil {
 		return cfg, err
 	}
 	if cfg.Selector != "" {

@@ -78,7 +78,8 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	}
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
-	cfg.Requeue = time.Minute // related watches must do the waking; the safety net is far away
+	cfg.Requeue = time.Minute                 // related watches must do the waking; the safety net is far away
+	cfg.RenderSettle = 300 * time.Millisecond // tests of the settle rule set their own
 	cfg.Selector = "test=" + label
 	if mutate != nil {
 		mutate(&cfg)

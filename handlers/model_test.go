@@ -535,6 +535,20 @@ func (m *model) check(where string) {
 		if handled {
 			st.handledAtGen = true
 		}
+		// A fulfilled request's PackageVariant has its current spec: a spec change (in flight or after)
+		// reaches Porch before the request can say fulfilled.
+		if state == v1alpha1.StateFulfilled && handled {
+			spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+			pv, ok := getPV(t, m.srv, u.GetName())
+			if !ok {
+				fail("%s is fulfilled without a package variant", u.GetName())
+				continue
+			}
+			up, _, _ := unstructured.NestedMap(pv.Object, "spec", "upstream")
+			if up["package"] != spec["templateName"] || up["workspaceName"] != spec["templateVersion"] {
+				fail("%s is fulfilled for %v/%v; its package variant renders %v/%v", u.GetName(), spec["templateName"], spec["templateVersion"], up["package"], up["workspaceName"])
+			}
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -217,10 +218,9 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 				"from %q to %q after the package variant was created; delete and re-create the request",
 				pv.GetAnnotations()[AnnotationDownstream], req.ClusterName))
 		}
-		if c.Reason == framework.ReasonUpdate {
-			return h.updatePackageVariant(ctx, c, pv, req)
-		}
-		return pv, nil
+		// Whatever the request is doing: a spec changed while it was in flight must reach Porch before the
+		// request can be fulfilled (the create handler runs until it finishes, not the update handler).
+		return h.updatePackageVariant(ctx, c, pv, req)
 	}
 
 	created, err := h.kube.Create(ctx, external.PackageVariantGVR, h.desiredPackageVariant(pr, req))
@@ -255,7 +255,9 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 }
 
 // updatePackageVariant re-asserts the desired spec on our PackageVariant when the request's spec changed
-// (an NBI PUT): Porch re-renders the downstream package from the new template version or labels.
+// (an NBI PUT, kubectl, GitOps), in flight or finished: Porch re-renders the downstream package from the
+// new template version or labels. The time of the rewrite goes on the PackageVariant with it
+// (AnnotationSpecUpdated, observed.go), so rendering waits for Porch to report on the new spec.
 func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
 	want := h.packageVariantSpec(req)
 	if rendersAlike(pv.Object["spec"], want) {
@@ -263,6 +265,12 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	}
 	pv = pv.DeepCopy()
 	pv.Object["spec"] = want
+	ann := pv.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationSpecUpdated] = c.Now.UTC().Format(time.RFC3339Nano)
+	pv.SetAnnotations(ann)
 	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
 	if err != nil {
 		if framework.IsClass(err, framework.ClassConflict) {
@@ -286,29 +294,6 @@ func (h *Handlers) retryOrFail(c *framework.Cause, phase string, err error) erro
 		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
 	}
 	return h.fail(c, fmt.Sprintf("%s failed; reason: %s", phase, ae.Error()))
-}
-
-// renderingReady reads Porch's Ready condition, found by type (the Python operator took conditions[-1], so
-// the same conditions in another order decided differently).
-func renderingReady(pv *unstructured.Unstructured) (bool, string) {
-	cond, ok := condition(pv, "Ready")
-	if !ok {
-		return false, ""
-	}
-	if cond["status"] == "True" {
-		return true, ""
-	}
-	detail := ""
-	if r, _ := cond["reason"].(string); r != "" {
-		detail = r
-	}
-	if m, _ := cond["message"].(string); m != "" {
-		if detail != "" {
-			detail += ": "
-		}
-		detail += m
-	}
-	return false, detail
 }
 
 // condition finds a status condition by type.

@@ -89,12 +89,17 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	if pv == nil {
 		return err
 	}
-	if ready, detail := renderingReady(pv); !ready {
+	if ready, detail, retryIn := renderingReady(pv, c.Now, h.cfg.RenderSettle); !ready {
 		msg := "Cluster instance rendering ongoing"
 		if detail != "" {
 			msg += ": " + detail
 		}
-		return h.waitWithinBudget(c, "rendering", msg, "")
+		err := h.waitWithinBudget(c, "rendering", msg, "")
+		var tmp *framework.TemporaryError
+		if retryIn > 0 && errors.As(err, &tmp) && retryIn < tmp.Delay {
+			tmp.Delay = retryIn // the settle ends before the safety net would look again
+		}
+		return err
 	}
 
 	cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
@@ -105,6 +110,9 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		return h.waitWithinBudget(c, "cluster", "Cluster resource creation ongoing (the Cluster does not exist yet)", "")
 	}
 	v := viewCluster(cl, h.clusterVersion)
+	if current, detail := clusterCurrent(cl); !current && !v.failed {
+		return h.waitWithinBudget(c, "cluster", fmt.Sprintf("Cluster resource creation ongoing (%s; %s)", v.phase, detail), "")
+	}
 	switch {
 	case v.provisioned:
 		setResourceSet(c, string(cl.GetUID()), hostIDs)

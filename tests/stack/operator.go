@@ -68,6 +68,8 @@ func (s *Stack) StartOperatorWith(ctx context.Context, extraEnv map[string]strin
 		"POD_NAMESPACE": OperatorNamespace, "LOG_LEVEL": "INFO",
 		"NBI_HOST": "127.0.0.1", "NBI_PORT": strconv.Itoa(ports[0]),
 		"METAL3_NAMESPACE": Metal3Namespace, "BMC_CREDENTIALS_NAMESPACE": CredentialsNamespace,
+		// The simulated Porch renders an updated spec at once; the production 30 s would only slow re-drives.
+		"RENDER_SETTLE": "1",
 	}
 	if s.NetBox != nil {
 		env["NETBOX_URL"] = s.NetBoxURL

@@ -1,0 +1,129 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// Porch's Ready is believed for the PackageVariant's current spec only: by its observedGeneration where
+// set, else by a flip after our update, else once the settle time has passed.
+func TestRenderingReadyBelievesReadyOnlyForTheCurrentSpec(t *testing.T) {
+	updated := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
+	const settle = 30 * time.Second
+	pv := func(gen int64, ann string, ready map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+			map[string]any{"type": "Stalled", "status": "False"}, ready,
+		}}}}
+		u.SetGeneration(gen)
+		if ann != "" {
+			u.SetAnnotations(map[string]string{AnnotationSpecUpdated: ann})
+		}
+		return u
+	}
+	stamp := updated.Format(time.RFC3339Nano)
+	readyAt := func(at time.Time) map[string]any {
+		return map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": at.Format(time.RFC3339)}
+	}
+	cases := []struct {
+		name      string
+		pv        *unstructured.Unstructured
+		now       time.Time
+		ready     bool
+		detail    string
+		retryLess time.Duration
+	}{
+		{"never rewritten", pv(1, "", readyAt(updated.Add(-time.Hour))), updated, true, "", 0},
+		{"rewritten, Ready from before", pv(2, stamp, readyAt(updated.Add(-time.Hour))), updated.Add(10 * time.Second), false, "believed 30s after the update", 20 * time.Second},
+		{"rewritten, settled", pv(2, stamp, readyAt(updated.Add(-time.Hour))), updated.Add(settle), true, "", 0},
+		{"rewritten, Ready turned True since", pv(2, stamp, readyAt(updated.Add(2*time.Second))), updated.Add(3 * time.Second), true, "", 0},
+		{"observedGeneration behind", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}), updated.Add(time.Hour), false, "generation 3", 0},
+		{"observedGeneration current", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}), updated, true, "", 0},
+		{"not ready", pv(1, "", map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": "no upstream"}), updated, false, "Error: no upstream", 0},
+	}
+	for _, c := range cases {
+		ready, detail, retryIn := renderingReady(c.pv, c.now, settle)
+		assert.Equal(t, c.ready, ready, c.name)
+		if c.detail == "" {
+			assert.Empty(t, detail, c.name)
+		} else {
+			assert.Contains(t, detail, c.detail, c.name)
+		}
+		assert.Equal(t, c.retryLess, retryIn, c.name)
+	}
+
+	cl := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"observedGeneration": int64(1)}}}
+	cl.SetGeneration(2)
+	current, detail := clusterCurrent(cl)
+	assert.False(t, current)
+	assert.Contains(t, detail, "generation 2")
+	cl.Object["status"].(map[string]any)["observedGeneration"] = float64(2)
+	current, _ = clusterCurrent(cl)
+	assert.True(t, current)
+	delete(cl.Object, "status")
+	current, _ = clusterCurrent(cl)
+	assert.True(t, current, "nothing reported: nothing to compare")
+}
+
+// A spec change while the request is in flight reaches the PackageVariant before the request can be
+// fulfilled: here its template, from one Porch never renders to one it does.
+func TestSpecChangeInFlightReachesThePackageVariant(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "inflight", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = 2 * time.Second }, nil)
+	createPR(t, srv, provisioningRequest("inflight-1", "inflight", tmplNeverRenders, map[string]any{"clusterName": "edge-inflight-1"}))
+	eventually(t, 20*time.Second, func() bool {
+		u, _ := getPR(t, srv, "inflight-1")
+		return strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster instance rendering ongoing")
+	}, "never waited on rendering")
+	patchPR(t, srv, "inflight-1", `{"spec":{"templateName":"`+tmplOK+`","templateVersion":"v2.0.0"}}`)
+	done := waitState(t, srv, "inflight-1", v1alpha1.StateFulfilled, 30*time.Second)
+	pv, ok := getPV(t, srv, "inflight-1")
+	require.True(t, ok)
+	up, _, _ := unstructured.NestedMap(pv.Object, "spec", "upstream")
+	assert.Equal(t, map[string]any{"repo": "catalog-infra-capi", "package": tmplOK, "workspaceName": "v2.0.0"}, up, "fulfilled on a package variant of the old spec")
+	stamp, err := time.Parse(time.RFC3339Nano, pv.GetAnnotations()[AnnotationSpecUpdated])
+	require.NoError(t, err, "the rewrite was not stamped")
+	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
+	require.NoError(t, err)
+	assert.False(t, at.Before(stamp.Truncate(time.Second)), "fulfilled before the package variant had the new spec")
+	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"), "the package variant was re-created, not updated")
+}
+
+// A spec change of a fulfilled request: Porch (like v1.5.8) keeps Ready=True without a generation, so
+// the request is fulfilled again only once the settle time has passed since the rewrite, not on the
+// Ready of the old spec.
+func TestRedriveWaitsForPorchToReportOnTheNewSpec(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	const settle = 3 * time.Second
+	startChain(t, srv, "settle", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = settle }, nil)
+	createPR(t, srv, provisioningRequest("settle-1", "settle", tmplOK, map[string]any{"clusterName": "edge-settle-1"}))
+	waitState(t, srv, "settle-1", v1alpha1.StateFulfilled, 30*time.Second)
+	before, _ := getPV(t, srv, "settle-1")
+	readyBefore, _ := condition(before, "Ready")
+
+	patchPR(t, srv, "settle-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	eventually(t, 20*time.Second, func() bool {
+		u, _ := getPR(t, srv, "settle-1")
+		return strings.Contains(v1alpha1.StatusOf(u).Message, "Porch reports no generation")
+	}, "the re-drive never waited for Porch to report on the new spec")
+	done := waitState(t, srv, "settle-1", v1alpha1.StateFulfilled, 30*time.Second)
+	pv, _ := getPV(t, srv, "settle-1")
+	ready, _ := condition(pv, "Ready")
+	assert.Equal(t, readyBefore["lastTransitionTime"], ready["lastTransitionTime"], "Ready flipped: this test no longer shows the settle rule")
+	ws, _, _ := unstructured.NestedString(pv.Object, "spec", "upstream", "workspaceName")
+	assert.Equal(t, "v2.0.0", ws)
+	stamp, err := time.Parse(time.RFC3339Nano, pv.GetAnnotations()[AnnotationSpecUpdated])
+	require.NoError(t, err)
+	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
+	require.NoError(t, err)
+	assert.False(t, at.Before(stamp.Add(settle).Truncate(time.Second)), "fulfilled %s after the rewrite, before the settle of %s", at.Sub(stamp), settle)
+}
