@@ -33,6 +33,17 @@ func ParseLogLevel(s string) (zapcore.Level, error) {
 // NewLogger builds the process logger: JSON in a cluster (for log pipelines), console on a terminal.
 // client-go's klog output is routed through it too, so every line has one format.
 func NewLogger(level zapcore.Level, json bool) *zap.Logger {
+	log, err := loggerConfig(level, json).Build()
+	if err != nil {
+		return zap.NewNop()
+	}
+	klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
+	return log
+}
+
+// loggerConfig is zap's production (JSON) or development (console) configuration without sampling: zap's
+// production sampler drops repeated lines in a burst without a trace, and a burst is when they matter.
+func loggerConfig(level zapcore.Level, json bool) zap.Config {
 	var cfg zap.Config
 	if json {
 		cfg = zap.NewProductionConfig()
@@ -48,12 +59,8 @@ func NewLogger(level zapcore.Level, json bool) *zap.Logger {
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
 	cfg.DisableStacktrace = true
-	log, err := cfg.Build()
-	if err != nil {
-		return zap.NewNop()
-	}
-	klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
-	return log
+	cfg.Sampling = nil
+	return cfg
 }
 
 // InCluster tells whether the process runs in a pod (JSON logs then).

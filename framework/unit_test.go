@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -280,5 +282,23 @@ func TestResourceOfAnAPIPath(t *testing.T) {
 		"/apis/cluster.x-k8s.io/v1beta2":                                                "discovery",
 	} {
 		assert.Equal(t, want, resourceOf(path), path)
+	}
+}
+
+// Every line of a burst is written: zap's production sampling (100 a second, then one in 100) is off.
+func TestLoggerKeepsEveryLineOfABurst(t *testing.T) {
+	for _, json := range []bool{true, false} {
+		cfg := loggerConfig(zapcore.InfoLevel, json)
+		out := filepath.Join(t.TempDir(), "log")
+		cfg.OutputPaths = []string{out}
+		log, err := cfg.Build()
+		require.NoError(t, err)
+		for i := 0; i < 500; i++ {
+			log.Info("the same line", zap.String("object", "r1"))
+		}
+		_ = log.Sync()
+		raw, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, 500, strings.Count(string(raw), "the same line"), "json=%v: lines were dropped", json)
 	}
 }
