@@ -19,6 +19,7 @@ import (
 // view, kept by a background refresh and by the NetBox client's own confirmed writes (claims,
 // releases, quarantines: netbox.Client.ObserveWrites), served by the northbound API.
 type inventoryWiring struct {
+	cfg       inventory.Config
 	view      *inventory.View
 	refresher *inventory.Refresher
 	subs      *inventory.SubscriptionStore
@@ -44,7 +45,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		return nil
 	})
 	op.OnProbe("inventory", view.Probe)
-	return &inventoryWiring{view: view, refresher: r, log: log.Named("inventory")}, nil
+	return &inventoryWiring{cfg: cfg, view: view, refresher: r, log: log.Named("inventory")}, nil
 }
 
 // serve adds the inventory and subscription routes to srv (Clusters come from the operator's cache,
@@ -59,7 +60,7 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 		namespace = "default"
 	}
 	kube := op.Clients().Kubernetes
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers)
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers).WithMax(iw.cfg.MaxSubscriptions)
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
 		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
 	if err != nil {

@@ -100,6 +100,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		if errors.As(err, &inv) {
 			return newProblem(http.StatusBadRequest, "%v", err)
 		}
+		var full *inventory.TooManyError
+		if errors.As(err, &full) {
+			return newProblem(http.StatusConflict, "%v", err)
+		}
 		return subscriptionStoreError(err)
 	}
 	if s.inventory.subCreated != nil {

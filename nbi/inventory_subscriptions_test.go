@@ -310,3 +310,47 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	require.NoError(t, se.refresher.Refresh(ctx, false))
 	require.Equal(t, []string{"resource 1 3 offline", "resource 1 3 failed"}, waitEvents(t, r, 2))
 }
+
+// Subscriptions are bounded (INVENTORY_MAX_SUBSCRIPTIONS): one more is a 409 ProblemDetails that says
+// why; and a deleted subscription's metric series go with it, so the subscription label takes no more
+// values than there are subscriptions.
+func TestSubscriptionsAreBoundedAndTheirSeriesGoWithThem(t *testing.T) {
+	se := newSubsEnv(t)
+	se.store.WithMax(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := smo.New()
+	defer r.Close()
+	a := se.subscribe(r.URL(), "")
+	b := se.subscribe(r.URL(), "")
+	x := se.send(http.MethodPost, subsPath, []byte(`{"callback":"https://smo.example.com/"}`))
+	require.Equal(t, http.StatusConflict, x.code(), string(x.body))
+	require.Contains(t, x.object(t)["detail"], "INVENTORY_MAX_SUBSCRIPTIONS")
+	require.Len(t, se.get(subsPath).items(t), 2, "nothing stored beyond the bound")
+
+	reg := prometheus.NewRegistry()
+	se.notifier(ctx, se.view, reg)
+	time.Sleep(300 * time.Millisecond) // the notifier has read the subscriptions
+	d, err := se.nb.GetDevice(ctx, 1)
+	require.NoError(t, err)
+	_, err = se.nb.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
+	require.NoError(t, err)
+	waitEvents(t, r, 2) // one each
+	series := func() []string {
+		var out []string
+		for id := range promtest.Gather(t, reg).ByLabel("o2ims_inventory_notifications_delivered_total", "subscription") {
+			out = append(out, id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{a, b}
+	slices.Sort(want)
+	require.Equal(t, want, series())
+
+	require.Equal(t, http.StatusOK, se.send(http.MethodDelete, subsPath+"/"+a, nil).code())
+	require.Eventually(t, func() bool { return slices.Equal(series(), []string{b}) }, 10*time.Second, 20*time.Millisecond,
+		"the deleted subscription's series stayed: %v", series())
+	require.NotContains(t, promtest.Gather(t, reg).ByLabel("o2ims_inventory_notification_queue_depth", "subscription"), a)
+	se.subscribe(r.URL(), "") // room again
+}

@@ -34,6 +34,9 @@ type Config struct {
 	ServiceURI      string        // OCLOUD_SERVICE_URI: the apiRoot SMOs reach; default: from each request's Host
 	RefreshInterval time.Duration // INVENTORY_REFRESH_INTERVAL seconds: changes-only listing period
 	ResyncInterval  time.Duration // INVENTORY_RESYNC_INTERVAL seconds: full listing period (finds deletions)
+	// MaxSubscriptions bounds the stored subscriptions (INVENTORY_MAX_SUBSCRIPTIONS), and with them the
+	// notifier's per-subscription metric series.
+	MaxSubscriptions int
 }
 
 // ConfigFromEnv reads the configuration; netboxURL is NETBOX_URL (the default O-Cloud id's seed). A bad
@@ -41,11 +44,12 @@ type Config struct {
 func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	cfg := Config{
-		OCloudID:        uuid.NewSHA1(defaultOCloudNamespace, []byte(strings.TrimRight(netboxURL, "/"))),
-		Name:            DefaultName,
-		Description:     DefaultDescription,
-		RefreshInterval: DefaultRefreshInterval,
-		ResyncInterval:  DefaultResyncInterval,
+		OCloudID:         uuid.NewSHA1(defaultOCloudNamespace, []byte(strings.TrimRight(netboxURL, "/"))),
+		Name:             DefaultName,
+		Description:      DefaultDescription,
+		RefreshInterval:  DefaultRefreshInterval,
+		ResyncInterval:   DefaultResyncInterval,
+		MaxSubscriptions: DefaultMaxSubscriptions,
 	}
 	for _, u := range []struct {
 		env string
@@ -83,8 +87,18 @@ func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error)
 			*d.dst = time.Duration(f * float64(time.Second))
 		}
 	}
+	if v := get("INVENTORY_MAX_SUBSCRIPTIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return Config{}, fmt.Errorf("INVENTORY_MAX_SUBSCRIPTIONS=%q: want a whole number from 1 to 10000", v)
+		}
+		cfg.MaxSubscriptions = n
+	}
 	return cfg, nil
 }
+
+// DefaultMaxSubscriptions is INVENTORY_MAX_SUBSCRIPTIONS's default.
+const DefaultMaxSubscriptions = 100
 
 // The ids of the inventory's objects: UUIDv5 in the O-Cloud's id of the NetBox (or Cluster API) object,
 // so they are the same on every replica and after every restart, and differ between O-Clouds.

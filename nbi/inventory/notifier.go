@@ -379,7 +379,16 @@ func (n *Notifier) syncSubscriptions(ctx context.Context) {
 		if !seen[id] {
 			s.cancel()
 			delete(n.subs, id)
+			n.forgetSeries(id)
 		}
+	}
+}
+
+// forgetSeries drops a deleted subscription's counters, so the label takes no more values than there
+// are subscriptions (at most INVENTORY_MAX_SUBSCRIPTIONS); the queue gauges go with n.subs.
+func (n *Notifier) forgetSeries(id string) {
+	for _, c := range []*prometheus.CounterVec{n.delivered, n.failed, n.retried, n.filtered} {
+		c.DeleteLabelValues(id)
 	}
 }
 

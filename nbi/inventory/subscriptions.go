@@ -57,6 +57,13 @@ func (e *InvalidError) Error() string { return e.Message }
 // ErrSubscriptionNotFound: no subscription has that id.
 var ErrSubscriptionNotFound = errors.New("subscription not found")
 
+// TooManyError refuses a subscription beyond the cap (INVENTORY_MAX_SUBSCRIPTIONS).
+type TooManyError struct{ Max int }
+
+func (e *TooManyError) Error() string {
+	return fmt.Sprintf("there are already %d subscriptions, the most this O-Cloud keeps (INVENTORY_MAX_SUBSCRIPTIONS); delete one first", e.Max)
+}
+
 // Validate checks what the caller may send: an absolute http or https callback with a host and no
 // credentials or fragment, a consumerSubscriptionId that is a UUID, a filter that parses. The id is
 // the O-Cloud's to allocate (readOnly): one sent is refused.
@@ -104,6 +111,8 @@ func (s *Subscription) Validate() error {
 type SubscriptionStore struct {
 	kube      kubernetes.Interface
 	namespace string
+	// max bounds how many are stored (0: no bound).
+	max int
 	// baseline is what a new subscription has "been told" at creation: stored with it, so every change
 	// after the 201 is a difference from it — even one made before any notifier (on whichever replica
 	// leads, after however many restarts) has picked the subscription up.
@@ -129,6 +138,14 @@ func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry,
 	return st
 }
 
+// WithMax bounds the stored subscriptions: a creation beyond max is refused (TooManyError). Two creations
+// at the same moment on two replicas can each see room for one more, so the bound may be passed by the
+// number of replicas minus one; it is there to bound resources, not to count exactly.
+func (st *SubscriptionStore) WithMax(max int) *SubscriptionStore {
+	st.max = max
+	return st
+}
+
 // stored is the persisted form of what a subscriber has been told.
 func stored(told map[string]Change) map[string]storedObject {
 	objs := make(map[string]storedObject, len(told))
@@ -148,6 +165,15 @@ func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *Subscrip
 func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscription, error) {
 	if err := s.Validate(); err != nil {
 		return Subscription{}, err
+	}
+	if st.max > 0 {
+		existing, err := st.List(ctx)
+		if err != nil {
+			return Subscription{}, err
+		}
+		if len(existing) >= st.max {
+			return Subscription{}, &TooManyError{Max: st.max}
+		}
 	}
 	s.SubscriptionID = uuid.NewString()
 	data, err := json.Marshal(s)
