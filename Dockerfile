@@ -1,19 +1,26 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: a static CGO_ENABLED=0 build (hack/build.sh, as the Makefile), then a minimal image that runs
-# as uid/gid 65535 like the Python image it replaces.
+# For registries (docker build / buildx). `make image` builds the same image without a registry: it runs
+# the build stage's two scripts on this machine and builds the final stage below as written (hack/image.sh),
+# so the final stage must stay FROM scratch with its one COPY from the build stage.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN ./hack/build.sh /out/o2ims-operator "${VERSION}"
+# The static binary (as make build), then the root filesystem (hack/rootfs.sh: the one list of its files).
+RUN ./hack/build.sh /out/o2ims-operator "${VERSION}" && ./hack/rootfs.sh /rootfs /out/o2ims-operator
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/o2ims-operator /o2ims-operator
+FROM scratch
+ARG VERSION=dev
+LABEL org.opencontainers.image.title=o2ims-operator org.opencontainers.image.version="${VERSION}"
+COPY --from=build /rootfs/ /
 USER 65535:65535
+WORKDIR /
+ENV PATH=/usr/local/bin:/usr/bin:/bin
 # northbound API, health/readiness/metrics
 EXPOSE 5000 8080
-ENTRYPOINT ["/o2ims-operator"]
+# The binary; `kopf` on PATH is a link to it, so the Python image's `kopf run …` works as a command too.
+ENTRYPOINT ["/usr/local/bin/o2ims-operator"]
 # The Python image's CMD, as arguments.
 CMD ["--all-namespaces", "--liveness=http://0.0.0.0:8080/healthz"]

@@ -53,8 +53,9 @@ chaos: tools build
 	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_MODEL_SEQUENCES=$(MODEL_SEQUENCES) O2IMS_MODEL_STEPS=$(MODEL_STEPS) O2IMS_MODEL_REPORT=$(CURDIR)/docs/chaos.md \
 		go test -count=1 -timeout 40m -run TestModelDay2Sequences ./handlers/
 
+## image: the OCI image with Debian's podman, no registry (hack/image.sh); `docker build .` for registries
 image:
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+	./hack/image.sh $(IMAGE) $(VERSION)
 
 clean:
 	rm -rf bin

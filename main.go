@@ -11,6 +11,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -35,12 +38,25 @@ var version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(run(ctx, commandLine(os.Args), os.Getenv, os.Stdout, os.Stderr))
+}
+
+// commandLine is the arguments as run reads them. Started as `kopf` (the image's link to this binary, for a
+// Deployment whose command is the Python image's `kopf run …`), the name is the first argument, so
+// `kopf run x.py --all-namespaces` reads as `o2ims-operator kopf run x.py --all-namespaces`.
+func commandLine(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	if filepath.Base(argv[0]) == "kopf" {
+		return append([]string{"kopf"}, argv[1:]...)
+	}
+	return argv[1:]
 }
 
 // options are the command line. The Python image's kopf arguments (--all-namespaces, --liveness=URL,
-// -n, --standalone, --verbose/--debug/--quiet, even a leading "run" and its .py file) are accepted, so a
-// Deployment written for it keeps working.
+// -n, --standalone, --verbose/--debug/--quiet, even a leading "kopf run" and its .py files) are accepted,
+// so a Deployment written for it keeps working.
 type options struct {
 	liveness        string
 	kubeconfig      string
@@ -68,10 +84,16 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// parseFlags reads the command line. Positional arguments are the Python image's only: a leading "kopf"
+// (its command's name), then "run", then the .py files kopf ran (ignored), interleaved with flags as kopf
+// allowed. Anything else is an error naming it, for one line on stderr; --help writes the usage to out
+// and returns flag.ErrHelp.
 func parseFlags(args []string, out io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("o2ims-operator", flag.ContinueOnError)
-	fs.SetOutput(out)
+	// Parse errors are returned, not printed with the whole usage: run prints them on one line.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&o.liveness, "liveness", "http://0.0.0.0:8080/healthz", "kopf's liveness URL: one listener serving PATH (probes), /readyz and /metrics")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then the usual kubeconfig rules)")
 	fs.IntVar(&o.workers, "workers", 8, "ProvisioningRequests handled concurrently")
@@ -95,27 +117,61 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&o.verbose, "verbose", false, "kopf compatibility: log level DEBUG")
 	fs.BoolVar(&o.debug, "debug", false, "kopf compatibility: log level DEBUG")
 	fs.BoolVar(&o.quiet, "quiet", false, "kopf compatibility: log level WARNING")
-	// The Python image's CMD was `kopf run /usr/o2ims/src/manager.py ...`: drop that prefix if it is passed.
-	if len(args) > 0 && args[0] == "run" {
+	// The Python image's CMD was `kopf run /usr/o2ims/src/manager.py ...`: that prefix is accepted, as the
+	// arguments after our ENTRYPOINT or, through the image's `kopf` link, as the command.
+	kopfRun := false
+	if len(args) > 0 && args[0] == "kopf" {
+		if len(args) == 1 || args[1] != "run" {
+			got := "nothing"
+			if len(args) > 1 {
+				got = fmt.Sprintf("%q", args[1])
+			}
+			return nil, fmt.Errorf(`kopf: only "kopf run FILE.py [flags]" is supported, got %s after "kopf"`, got)
+		}
 		args = args[1:]
 	}
-	var rest []string
+	if len(args) > 0 && args[0] == "run" {
+		kopfRun, args = true, args[1:]
+	}
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command)")
+				fs.SetOutput(out)
+				fs.PrintDefaults()
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w (see --help)", err)
 		}
 		args = fs.Args()
-		if len(args) > 0 {
-			rest = append(rest, args[0])
-			args = args[1:]
+		if len(args) == 0 {
+			break
 		}
-	}
-	for _, r := range rest {
-		if !strings.HasSuffix(r, ".py") {
-			return nil, fmt.Errorf("unexpected argument %q", r)
+		if !kopfRun || !strings.HasSuffix(args[0], ".py") {
+			return nil, fmt.Errorf(`unexpected argument %q: only flags are taken (and, as kopf did, "run FILE.py" first)`, args[0])
 		}
+		args = args[1:]
 	}
 	return o, nil
+}
+
+// versionLine is what --version prints: ours, then Go's and, when the build recorded them, the module's
+// version and the commit.
+func versionLine() string {
+	line := fmt.Sprintf("o2ims-operator %s %s %s/%s", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		line += " module " + info.Main.Path + "@" + v
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			line += " commit " + s.Value
+		}
+	}
+	return line
 }
 
 func (o *options) level(getenv func(string) string) (zapcore.Level, error) {
@@ -131,22 +187,24 @@ func (o *options) level(getenv func(string) string) (zapcore.Level, error) {
 	}
 }
 
-// run is the operator process; it returns the exit code. Configuration errors end it at once with one
-// line on stderr, before anything starts.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+// run is the operator process; it returns the exit code. A command line it cannot take ends it with one
+// line on stderr and exit 2, a configuration error with one line and exit 1, before anything starts.
+// --help and --version answer on stdout.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "o2ims-operator: "+format+"\n", a...)
 		return 1
 	}
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "o2ims-operator: %v\n", err)
 		return 2
 	}
 	if o.printVersion {
-		fmt.Fprintln(stderr, "o2ims-operator", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	level, err := o.level(getenv)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +52,80 @@ func TestFlagsAcceptThePythonImagesArguments(t *testing.T) {
 	assert.True(t, o.allNamespaces)
 	assert.Equal(t, "http://0.0.0.0:8080/healthz", o.liveness)
 	assert.Equal(t, multiFlag{"default"}, o.namespaces)
-	_, err = parseFlags([]string{"--workers=2", "extra"}, &out)
-	assert.EqualError(t, err, `unexpected argument "extra"`)
+	assert.True(t, o.standalone)
+	assert.True(t, o.verbose)
+
+	// The Python Deployment's args after our ENTRYPOINT, and its command through the image's kopf link
+	// (main reads `kopf run …` as `o2ims-operator kopf run …`): flags after and between the .py files.
+	for _, line := range []string{
+		"kopf run /usr/o2ims/src/manager.py --all-namespaces",
+		"kopf run --all-namespaces /usr/o2ims/src/manager.py --workers=3 other.py",
+		"run --all-namespaces --workers=3",
+	} {
+		o, err := parseFlags(strings.Fields(line), &out)
+		require.NoError(t, err, line)
+		assert.True(t, o.allNamespaces, line)
+	}
+	o, err = parseFlags(strings.Fields("kopf run --all-namespaces /usr/o2ims/src/manager.py --workers=3 other.py"), &out)
+	require.NoError(t, err)
+	assert.Equal(t, 3, o.workers, "a flag after a .py file is read")
+	assert.Empty(t, out.String(), "nothing printed")
+}
+
+func TestKopfAsTheProgramNameReadsAsALeadingKopf(t *testing.T) {
+	assert.Equal(t, []string{"kopf", "run", "m.py"}, commandLine([]string{"kopf", "run", "m.py"}))
+	assert.Equal(t, []string{"kopf", "run", "m.py"}, commandLine([]string{"/usr/local/bin/kopf", "run", "m.py"}))
+	assert.Equal(t, []string{"kopf"}, commandLine([]string{"kopf"}))
+	assert.Equal(t, []string{"--version"}, commandLine([]string{"/usr/local/bin/o2ims-operator", "--version"}))
+	assert.Equal(t, []string{"kopf", "run"}, commandLine([]string{"o2ims-operator", "kopf", "run"}))
+	assert.Empty(t, commandLine(nil))
+}
+
+// A command line the operator cannot take is one line on stderr naming what is wrong, exit 2, before
+// anything starts (getenv is never consulted: it would panic).
+func TestWrongArgumentsAreOneLineOnStderrAndExitTwo(t *testing.T) {
+	for line, want := range map[string]string{
+		"extra":                               `o2ims-operator: unexpected argument "extra": only flags are taken (and, as kopf did, "run FILE.py" first)`,
+		"--workers=2 extra":                   `unexpected argument "extra"`,
+		"/usr/o2ims/src/manager.py":           `unexpected argument "/usr/o2ims/src/manager.py"`,
+		"run manager.pyc":                     `unexpected argument "manager.pyc"`,
+		"run m.py --all-namespaces serve":     `unexpected argument "serve"`,
+		"--all-namespaces run m.py":           `unexpected argument "run"`,
+		"kopf":                                `o2ims-operator: kopf: only "kopf run FILE.py [flags]" is supported, got nothing after "kopf"`,
+		"kopf serve":                          `got "serve" after "kopf"`,
+		"kopf --all-namespaces":               `got "--all-namespaces" after "kopf"`,
+		"run kopf":                            `unexpected argument "kopf"`,
+		"--bogus":                             `o2ims-operator: flag provided but not defined: -bogus (see --help)`,
+		"kopf run m.py --workers=many":        `invalid value "many" for flag -workers`,
+		"--liveness":                          `flag needs an argument: -liveness`,
+		"kopf run m.py --all-namespaces -- x": `unexpected argument "x"`,
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), strings.Fields(line), nil, &stdout, &stderr)
+		assert.Equal(t, 2, code, line)
+		assert.Empty(t, stdout.String(), line)
+		assert.Contains(t, stderr.String(), want, line)
+		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "%s: one line, got %q", line, stderr.String())
+		assert.True(t, strings.HasPrefix(stderr.String(), "o2ims-operator: "), line)
+	}
+}
+
+func TestVersionAndHelpAnswerOnStdout(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"--version"}, nil, &stdout, &stderr))
+	assert.Empty(t, stderr.String())
+	assert.Regexp(t, `^o2ims-operator dev go1\.\d+\S* \w+/\w+( .*)?\n$`, stdout.String())
+
+	stdout.Reset()
+	require.Equal(t, 0, run(context.Background(), strings.Fields("kopf run m.py --version"), nil, &stdout, &stderr))
+	assert.True(t, strings.HasPrefix(stdout.String(), "o2ims-operator dev "), stdout.String())
+	assert.Empty(t, stderr.String())
+
+	stdout.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"--help"}, nil, &stdout, &stderr))
+	assert.Empty(t, stderr.String())
+	assert.Contains(t, stdout.String(), "Usage: o2ims-operator [flags]")
+	assert.Contains(t, stdout.String(), "-liveness")
 }
 
 func TestBadEnvironmentIsOneLineAndExitOne(t *testing.T) {
@@ -62,7 +135,7 @@ func TestBadEnvironmentIsOneLineAndExitOne(t *testing.T) {
 			return "soon"
 		}
 		return ""
-	}, &stderr)
+	}, io.Discard, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "o2ims-operator: CREATION_TIMEOUT must be a positive integer number of seconds, got \"soon\"\n", stderr.String())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,7 +16,7 @@ func TestBadKopfTimeFormatStopsTheOperatorAtStart(t *testing.T) {
 			return "1.36"
 		}
 		return ""
-	}, &stderr)
+	}, io.Discard, &stderr)
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "o2ims-operator: KOPF_TIME_FORMAT must be \"aware\" (kopf >= 1.37, the released Python image) or \"naive\" (kopf 1.36), got \"1.36\"\n", stderr.String())
 }
