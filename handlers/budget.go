@@ -48,6 +48,12 @@ var waitedFor = map[string]string{
 // spent. The budget covers every wait (hosts, rendering, cluster), not only the last one: a package that
 // never rendered used to keep its request progressing for good.
 func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail string) error {
+	return h.waitWithinBudgetFor(c, stage, message, detail, h.cfg.Requeue)
+}
+
+// waitWithinBudgetFor is waitWithinBudget looking again after recheck (when the answer can change by time
+// alone sooner than the safety net would look) rather than REQUEUE_INTERVAL.
+func (h *Handlers) waitWithinBudgetFor(c *framework.Cause, stage, message, detail string, recheck time.Duration) error {
 	if h.expired(c.Object, c.Now) {
 		h.metrics.BudgetExpiries.WithLabelValues(stage).Inc()
 		if detail != "" {
@@ -58,5 +64,6 @@ func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail s
 		return h.fail(c, fmt.Sprintf("Provisioning request failed; reason: timed out after %s waiting for %s (last: %s)",
 			h.cfg.CreationTimeout, waitedFor[stage], message))
 	}
-	return h.wait(c, message)
+	h.setStatus(c, v1alpha1.StateProgressing, message)
+	return framework.Temporary(min(recheck, h.cfg.Requeue), "%s", message)
 }

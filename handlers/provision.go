@@ -94,12 +94,10 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		if detail != "" {
 			msg += ": " + detail
 		}
-		err := h.waitWithinBudget(c, "rendering", msg, "")
-		var tmp *framework.TemporaryError
-		if retryIn > 0 && errors.As(err, &tmp) && retryIn < tmp.Delay {
-			tmp.Delay = retryIn // the settle ends before the safety net would look again
+		if retryIn <= 0 {
+			retryIn = h.cfg.Requeue
 		}
-		return err
+		return h.waitWithinBudgetFor(c, "rendering", msg, "", retryIn)
 	}
 
 	cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
