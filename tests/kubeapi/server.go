@@ -43,6 +43,9 @@ type Options struct {
 	Out io.Writer
 	// ExtraTokens adds static tokens: user name → groups.
 	ExtraTokens map[string][]string
+	// Audit makes the API server log every request it answers (at level Metadata: who, verb, object,
+	// status) to Dir/audit.log; AuditEvents reads it back.
+	Audit bool
 }
 
 // Server is a running etcd + kube-apiserver pair bound to loopback.
@@ -130,6 +133,11 @@ func (s *Server) prepare() error {
 		lines = append(lines, fmt.Sprintf("%s,%s,%s-uid,%q", tok, user, user, strings.Join(groups, ",")))
 	}
 	s.AdminToken, s.TesterToken = s.Tokens[AdminUser], s.Tokens[TesterUser]
+	if s.opts.Audit {
+		if err := os.WriteFile(filepath.Join(s.Dir, "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(filepath.Join(s.Dir, "tokens.csv"), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
@@ -172,20 +180,26 @@ func (s *Server) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.apiserver, err = s.spawn(filepath.Join(assets, "kube-apiserver"), "kube-apiserver.log",
+	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", s.etcdPort),
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", s.apiPort),
 		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-		"--cert-dir="+filepath.Join(s.Dir, "certs"),
-		"--token-auth-file="+filepath.Join(s.Dir, "tokens.csv"),
+		"--cert-dir=" + filepath.Join(s.Dir, "certs"),
+		"--token-auth-file=" + filepath.Join(s.Dir, "tokens.csv"),
 		"--authorization-mode=RBAC",
-		"--service-account-issuer="+s.URL,
-		"--service-account-key-file="+filepath.Join(s.Dir, "sa.key"),
-		"--service-account-signing-key-file="+filepath.Join(s.Dir, "sa.key"),
+		"--service-account-issuer=" + s.URL,
+		"--service-account-key-file=" + filepath.Join(s.Dir, "sa.key"),
+		"--service-account-signing-key-file=" + filepath.Join(s.Dir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--enable-priority-and-fairness=false",
-		"-v=0")
+		"-v=0",
+	}
+	if s.opts.Audit {
+		args = append(args, "--audit-policy-file="+filepath.Join(s.Dir, "audit-policy.yaml"),
+			"--audit-log-path="+s.AuditLog(), "--audit-log-format=json", "--audit-log-mode=blocking")
+	}
+	s.mu.Lock()
+	s.apiserver, err = s.spawn(filepath.Join(assets, "kube-apiserver"), "kube-apiserver.log", args...)
 	s.mu.Unlock()
 	if err != nil {
 		return err
