@@ -23,6 +23,9 @@ type reachability struct {
 	probing  atomic.Bool
 	probe    atomic.Pointer[func()]
 	interval time.Duration
+	// downSince is when the failures began (unix nanoseconds of the first failed attempt after an answer,
+	// or of the first attempt ever); 0 while NetBox answers. Requests waiting for it name that time.
+	downSince atomic.Int64
 }
 
 func newReachability() *reachability {
@@ -37,13 +40,24 @@ func newReachability() *reachability {
 
 // observe records one attempt's result.
 func (r *reachability) observe(ok bool) {
+	now := time.Now().UnixNano()
 	r.up.Store(ok)
-	r.last.Store(time.Now().UnixNano())
+	r.last.Store(now)
 	if ok {
+		r.downSince.Store(0)
 		r.gauge.Set(1)
 	} else {
+		r.downSince.CompareAndSwap(0, now)
 		r.gauge.Set(0)
 	}
+}
+
+// since is when NetBox stopped answering as last seen; zero while it answers (or before any attempt).
+func (r *reachability) since() time.Time {
+	if ns := r.downSince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // setProbe installs the status probe once (a second client on the same registry shares the first's).
