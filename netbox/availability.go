@@ -117,13 +117,14 @@ func IsOutage(err error) bool {
 	return false
 }
 
-// Start is the startup activity: the check, once, bounded by one call's timeout. It returns the error that
-// must stop the operator — a configuration error or a stop — and nil when the check passed or NetBox is
-// merely unavailable; then the check goes on in the background (until ctx ends) and the client refuses
-// every other call until it passes.
+// Start is the startup activity: the check, once, bounded by about one attempt's timeout (a second more,
+// so that a NetBox that does not answer is seen as such, with its time, by the attempt itself). It returns
+// the error that must stop the operator — a configuration error or a stop — and nil when the check passed
+// or NetBox is merely unavailable; then the check goes on in the background (until ctx ends) and the
+// client refuses every other call until it passes.
 func (c *Client) Start(ctx context.Context) error {
 	a := c.metrics.avail
-	first, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	first, cancel := context.WithTimeout(ctx, c.cfg.Timeout+time.Second)
 	err := c.Check(first)
 	cancel()
 	if err == nil || !IsOutage(err) || ctx.Err() != nil {
@@ -192,7 +193,12 @@ func (c *Client) usable(op string) error {
 }
 
 // DownSince is when NetBox stopped answering as last seen; zero while it answers.
-func (c *Client) DownSince() time.Time { return c.metrics.up.since() }
+func (c *Client) DownSince() time.Time {
+	if o := c.metrics.up.outage(); o != nil {
+		return o.since
+	}
+	return time.Time{}
+}
 
 // Unavailability says in one line why err means NetBox cannot be used now — "NetBox unreachable since
 // <time> (HTTP 503)", or "NetBox cannot be used until its configuration is fixed: …" — and false for
@@ -203,46 +209,43 @@ func (c *Client) Unavailability(err error) (string, bool) {
 		return "", false
 	}
 	if e.Kind == KindUnavailable {
-		if !errors.As(e.Err, &e) {
+		var inner *Error
+		if !errors.As(e.Err, &inner) {
 			return "", false
 		}
-		if !IsOutage(e) {
-			return "NetBox cannot be used until its configuration is fixed: " + e.Error(), true
-		}
+		return c.describe(inner), true
 	}
 	if !IsOutage(e) {
 		return "", false
 	}
-	since := c.DownSince()
-	if since.IsZero() { // a 429: NetBox answers, it only asks us to slow down
-		return fmt.Sprintf("NetBox unavailable (%s)", cause(e)), true
-	}
-	return fmt.Sprintf("NetBox unreachable since %s (%s)", since.UTC().Format(time.RFC3339), cause(e)), true
+	return c.describe(e), true
 }
 
-// cause is the short reason of an outage: the HTTP status, else what the transport said. The request's
-// message carries it, so it stays the same from pass to pass while the outage does (no status write each).
-func cause(e *Error) string {
+// describe words what keeps NetBox unusable. An outage is worded from the reachability — when the failures
+// began and what the first one met — so the message a waiting request shows stays the same from pass to
+// pass while the outage lasts, whichever call failed (a status write each pass otherwise).
+func (c *Client) describe(e *Error) string {
+	if !IsOutage(e) {
+		return "NetBox cannot be used until its configuration is fixed: " + e.Error()
+	}
+	if o := c.metrics.up.outage(); o != nil {
+		return fmt.Sprintf("NetBox unreachable since %s (%s)", o.since.UTC().Format(time.RFC3339), o.cause)
+	}
+	// A 429: NetBox answers, it only asks us to slow down.
+	cause := string(e.Kind)
 	if e.Status != 0 {
-		return fmt.Sprintf("HTTP %d", e.Status)
+		cause = fmt.Sprintf("HTTP %d", e.Status)
 	}
-	if e.Err != nil {
-		return sanitizeText(e.Err.Error(), 200)
-	}
-	return string(e.Kind)
+	return fmt.Sprintf("NetBox unavailable (%s)", cause)
 }
 
 // Degraded is what /readyz says about NetBox: "" while it may be used, else why not and what waits.
 func (c *Client) Degraded() string {
 	if p := c.metrics.avail.current(); p != nil {
-		msg, _ := c.Unavailability(p)
-		if msg == "" {
-			msg = "NetBox cannot be used: " + p.Error()
-		}
-		return msg + "; requests with hosts wait"
+		return c.describe(p) + "; requests with hosts wait"
 	}
-	if r := c.metrics.up; !r.up.Load() && r.last.Load() != 0 {
-		return fmt.Sprintf("NetBox unreachable since %s; requests with hosts wait", r.since().UTC().Format(time.RFC3339))
+	if o := c.metrics.up.outage(); o != nil {
+		return fmt.Sprintf("NetBox unreachable since %s (%s); requests with hosts wait", o.since.UTC().Format(time.RFC3339), o.cause)
 	}
 	return ""
 }

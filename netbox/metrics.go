@@ -97,8 +97,8 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 
 func (m *metrics) apiError(label string) { m.apiErrors.WithLabelValues(label).Inc() }
 
-// reached records whether an attempt got an answer from a working NetBox.
-func (m *metrics) reached(ok bool) { m.up.observe(ok) }
+// reached records whether an attempt got an answer from a working NetBox, and if not, why in a few words.
+func (m *metrics) reached(ok bool, cause string) { m.up.observe(ok, cause) }
 
 func (m *metrics) attempt(result string) { m.attempts.WithLabelValues(result).Inc() }
 func (m *metrics) quarantine(r QuarantineReason) {

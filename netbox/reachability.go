@@ -23,9 +23,15 @@ type reachability struct {
 	probing  atomic.Bool
 	probe    atomic.Pointer[func()]
 	interval time.Duration
-	// downSince is when the failures began (unix nanoseconds of the first failed attempt after an answer,
-	// or of the first attempt ever); 0 while NetBox answers. Requests waiting for it name that time.
-	downSince atomic.Int64
+	// down is when the failures began (the first failed attempt after an answer, or the first attempt
+	// ever) and what that attempt met; nil while NetBox answers. Requests waiting for it name both, the
+	// same for the whole outage.
+	down atomic.Pointer[outage]
+}
+
+type outage struct {
+	since time.Time
+	cause string // "HTTP 503", "no answer within 10s", what the transport said
 }
 
 func newReachability() *reachability {
@@ -38,27 +44,22 @@ func newReachability() *reachability {
 	}
 }
 
-// observe records one attempt's result.
-func (r *reachability) observe(ok bool) {
-	now := time.Now().UnixNano()
+// observe records one attempt's result; cause says what a failed one met.
+func (r *reachability) observe(ok bool, cause string) {
+	now := time.Now()
 	r.up.Store(ok)
-	r.last.Store(now)
+	r.last.Store(now.UnixNano())
 	if ok {
-		r.downSince.Store(0)
+		r.down.Store(nil)
 		r.gauge.Set(1)
 	} else {
-		r.downSince.CompareAndSwap(0, now)
+		r.down.CompareAndSwap(nil, &outage{since: now, cause: cause})
 		r.gauge.Set(0)
 	}
 }
 
-// since is when NetBox stopped answering as last seen; zero while it answers (or before any attempt).
-func (r *reachability) since() time.Time {
-	if ns := r.downSince.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
-}
+// outage is the failures as last seen: nil while NetBox answers (or before any attempt).
+func (r *reachability) outage() *outage { return r.down.Load() }
 
 // setProbe installs the status probe once (a second client on the same registry shares the first's).
 func (r *reachability) setProbe(fn func()) { r.probe.CompareAndSwap(nil, &fn) }
