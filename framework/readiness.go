@@ -249,8 +249,8 @@ func (r *readiness) serve(ready func() bool) http.HandlerFunc {
 
 type waitingKey struct{}
 
-// ReportWaiting tells /readyz what a startup activity is waiting for (e.g. "NetBox is not answering yet:
-// 503"); it is a no-op outside a startup activity.
+// ReportWaiting tells /readyz what a startup activity is waiting for (e.g. "the registry is not
+// answering yet: 503"); it is a no-op outside a startup activity.
 func ReportWaiting(ctx context.Context, format string, args ...any) {
 	if fn, ok := ctx.Value(waitingKey{}).(func(string)); ok {
 		fn(fmt.Sprintf(format, args...))
