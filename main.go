@@ -27,7 +27,6 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
-	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -293,12 +292,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return fail("%v", err)
 		}
-		// Reachability, version (ETags need ≥ 4.6) and the custom fields, before watching starts. A wrong
-		// version, token or schema stops the operator at once; a NetBox blip is waited out for a while
-		// (a restart loop would take the NBI and host-less requests down with it).
-		op.OnStartup("netbox", func(ctx context.Context) error {
-			return checkNetBox(ctx, nb.Check, netboxStartupPatience, log)
-		})
+		// Reachability, version (ETags need ≥ 4.6) and the custom fields, once, before watching starts: a
+		// wrong version, token or schema stops the operator; NetBox down does not — the operator runs
+		// degraded (requests with hosts wait, /readyz says why) and the check goes on until it passes
+		// (netbox/availability.go).
+		op.OnStartup("netbox", nb.Start)
+		op.OnDegraded("netbox", nb.Degraded)
 		if inv, err = newInventory(getenv, nbCfg, nb, op, log); err != nil {
 			return fail("%v", err)
 		}
@@ -339,8 +338,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	op.OnCleanup("stop_northbound", srv.Shutdown)
 	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
 	op.OnProbe("northbound", func(ctx context.Context) (any, error) {
-		// Until the startup activities before it are done (NetBox's check may wait minutes) there is no
-		// API to probe: that is starting, not dead, and the liveness probe must not restart us for it.
+		// Until the startup activities before it are done (NetBox's check, bounded by NETBOX_TIMEOUT)
+		// there is no API to probe: that is starting, not dead, and the liveness probe must not restart us.
 		if srv.Addr() == "" && !op.Ready() {
 			return map[string]string{"northbound": "not started yet: waiting for the startup activities"}, nil
 		}
@@ -355,31 +354,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return 0
-}
-
-// netboxStartupPatience bounds how long a transient NetBox failure is retried at start.
-const netboxStartupPatience = 2 * time.Minute
-
-// checkNetBox runs the startup check, retrying only failures NetBox itself marks retryable (5xx, 429,
-// timeouts, transport) with a capped backoff until patience runs out.
-func checkNetBox(ctx context.Context, check func(context.Context) error, patience time.Duration, log *zap.Logger) error {
-	deadline := time.Now().Add(patience)
-	wait := backoff.Exponential{Base: time.Second, Max: 15 * time.Second}
-	for attempt := 0; ; attempt++ {
-		delay := wait.Delay(attempt)
-		err := check(ctx)
-		var nbErr *netbox.Error
-		if err == nil || !errors.As(err, &nbErr) || !nbErr.Retryable || time.Now().Add(delay).After(deadline) {
-			return err
-		}
-		log.Warn("NetBox is not answering yet; retrying the startup check", zap.Error(err), zap.Duration("in", delay))
-		framework.ReportWaiting(ctx, "NetBox is not answering yet (%v); retrying until %s", err, deadline.UTC().Format(time.RFC3339))
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(delay):
-		}
-	}
 }
 
 // cacheStore serves the NBI's reads from the operator's informer cache; until the cache has synced it

@@ -68,9 +68,16 @@ type readiness struct {
 	log    *zap.Logger
 	remedy RemedyFunc
 
-	mu      sync.Mutex
-	stage   string // what the operator is doing while not ready
-	refused map[string]*refused
+	mu       sync.Mutex
+	stage    string // what the operator is doing while not ready
+	refused  map[string]*refused
+	degraded []degradation
+}
+
+// degradation is a part the operator runs without for now (DegradedFunc), under its id.
+type degradation struct {
+	id string
+	fn DegradedFunc
 }
 
 // refused is one watch the API server refused; it is cleared when its informer lists again.
@@ -205,24 +212,45 @@ func (r *readiness) reason(ready bool) string {
 	}
 }
 
-// serve answers /readyz: 200 "ok", or 503 with "not ready: " and the reason, one line each.
+// degradations are the current "degraded: <id>: <why>" lines, in registration order.
+func (r *readiness) degradations() []string {
+	r.mu.Lock()
+	ds := r.degraded
+	r.mu.Unlock()
+	var out []string
+	for _, d := range ds {
+		if why := d.fn(); why != "" {
+			out = append(out, "degraded: "+d.id+": "+strings.Join(strings.Fields(why), " "))
+		}
+	}
+	return out
+}
+
+// serve answers /readyz: 200 "ok", or 503 with "not ready: " and the reason, one line each. A degraded
+// part adds a line to either and changes no status: the operator still serves what does not need that
+// part, and a 503 would take the pod out of its Services (the NBI with it) for something a restart or
+// another replica cannot mend.
 func (r *readiness) serve(ready func() bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
+		degraded := r.degradations()
 		if why := r.reason(ready()); why != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = fmt.Fprintf(w, "not ready: %s\n", why)
-			return
+		} else {
+			_, _ = w.Write([]byte("ok\n"))
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		for _, line := range degraded {
+			_, _ = fmt.Fprintln(w, line)
+		}
 	}
 }
 
 type waitingKey struct{}
 
-// ReportWaiting tells /readyz what a startup activity is waiting for (e.g. "NetBox is not answering yet:
-// 503"); it is a no-op outside a startup activity.
+// ReportWaiting tells /readyz what a startup activity is waiting for (e.g. "the registry is not
+// answering yet: 503"); it is a no-op outside a startup activity.
 func ReportWaiting(ctx context.Context, format string, args ...any) {
 	if fn, ok := ctx.Value(waitingKey{}).(func(string)); ok {
 		fn(fmt.Sprintf(format, args...))

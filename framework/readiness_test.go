@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,4 +288,31 @@ func TestStopSharesOneDeadline(t *testing.T) {
 	require.True(t, ok, "cleanup ran with a deadline")
 	assert.False(t, d.After(signalled.Add(budget).Add(time.Second)),
 		"cleanup's deadline %s is the stop's (%s after the signal), not a fresh budget", d.Sub(signalled), budget)
+}
+
+// A degraded part is said in /readyz without changing its status: 200 while ready (the pod stays in its
+// Services), 503 only for what readiness itself waits for; the line goes when the part is usable again.
+func TestDegradedPartsAreSaidByReadyzWithoutChangingItsStatus(t *testing.T) {
+	r := newReadiness(zap.NewNop(), nil)
+	var why atomic.Value
+	why.Store("NetBox unreachable since 2026-01-02T03:04:05Z (HTTP 503);\n requests with hosts wait")
+	r.degraded = append(r.degraded, degradation{"netbox", func() string { return why.Load().(string) }},
+		degradation{"other", func() string { return "" }})
+	get := func(ready bool) (int, string) {
+		rec := httptest.NewRecorder()
+		r.serve(func() bool { return ready })(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	code, body := get(true)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\ndegraded: netbox: NetBox unreachable since 2026-01-02T03:04:05Z (HTTP 503); requests with hosts wait\n", body,
+		"one line per degraded part; a part with nothing to say says nothing")
+	r.setStage("waiting for the caches of x to sync")
+	code, body = get(false)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "not ready: waiting for the caches of x to sync\ndegraded: netbox: NetBox unreachable since 2026-01-02T03:04:05Z (HTTP 503); requests with hosts wait\n", body)
+	why.Store("")
+	code, body = get(true)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ok\n", body, "usable again: the line is gone")
 }

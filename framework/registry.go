@@ -315,3 +315,14 @@ func (o *Operator) OnCleanup(id string, fn ActivityFunc) {
 func (o *Operator) OnProbe(id string, fn ProbeFunc) {
 	o.probes = append(o.probes, probe{id, fn})
 }
+
+// DegradedFunc says why a part the operator can run without is unusable now ("" while it is usable).
+type DegradedFunc func() string
+
+// OnDegraded registers a part the operator runs without while it is unusable: /readyz adds a line
+// "degraded: <id>: <why>" while fn says why, and its status stays what readiness alone makes it.
+func (o *Operator) OnDegraded(id string, fn DegradedFunc) {
+	o.readiness.mu.Lock()
+	defer o.readiness.mu.Unlock()
+	o.readiness.degraded = append(o.readiness.degraded, degradation{id, fn})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -449,3 +450,51 @@ func assertNoDoubleClaims(t *testing.T, inv *inventory, hostIDs []int32) {
 type lastStatus struct{ v *any }
 
 func (l lastStatus) String() string { return fmt.Sprint(*l.v) }
+
+// NetBox down while the operator runs: a request with hosts waits, progressing, with a message naming the
+// outage (the same from pass to pass: no status write per pass), and goes on once NetBox answers; a
+// deletion waits the same way before it gives the host back. Neither fails nor loses a host.
+func TestANetBoxOutageIsAWaitNamingIt(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "outage")
+	id := inv.addHost(t, srv, "o-1", 48, "admin")
+	startChain(t, srv, "outage", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+
+	inv.sim.SetOutage(http.StatusServiceUnavailable)
+	createPR(t, srv, provisioningRequest("outage-1", "outage", tmplOK, hostsParams("edge-outage-1",
+		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 48}})))
+	var s v1alpha1.ProvisioningStatus
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "outage-1")
+		s = v1alpha1.StatusOf(u)
+		return contains(s.Message, "NetBox unreachable since")
+	}, "the outage was never named: %+v", &s)
+	assert.Equal(t, v1alpha1.StateProgressing, s.State)
+	assert.Regexp(t, `^Hosts are being prepared: NetBox unreachable since \S+Z \(HTTP 503\); waiting$`, s.Message)
+	calls := inv.sim.Calls("GET", netboxsim.RouteCustomFields)
+	eventually(t, 30*time.Second, func() bool { return inv.sim.Calls("GET", netboxsim.RouteCustomFields) >= calls+8 }, // two passes: four attempts each
+		"the request was not looked at again during the outage")
+	u, _ := getPR(t, srv, "outage-1")
+	assert.Equal(t, s, v1alpha1.StatusOf(u), "passes during the outage change nothing")
+
+	inv.sim.SetOutage(0)
+	waitState(t, srv, "outage-1", v1alpha1.StateFulfilled, 60*time.Second)
+
+	inv.sim.SetOutage(http.StatusBadGateway)
+	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "outage-1", metav1.DeleteOptions{}))
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "outage-1")
+		s = v1alpha1.StatusOf(u)
+		return contains(s.Message, "NetBox unreachable since")
+	}, "the deletion never named the outage: %+v", &s)
+	assert.Equal(t, v1alpha1.StateDeleting, s.State)
+	assert.Regexp(t, `^Deleting; releasing hosts: NetBox unreachable since \S+Z \(HTTP 502\); waiting$`, s.Message)
+	d, _ := inv.sim.Device(id)
+	assert.Equal(t, "active", d.Status, "still claimed while NetBox is down")
+
+	inv.sim.SetOutage(0)
+	eventually(t, 60*time.Second, func() bool { _, ok := getPR(t, srv, "outage-1"); return !ok }, "never released after the outage")
+	d, _ = inv.sim.Device(id)
+	assert.Equal(t, "staged", d.Status, "back in the pool")
+}

@@ -38,6 +38,7 @@ type invEnv struct {
 	view      *inventory.View
 	refresher *inventory.Refresher
 	cfg       inventory.Config
+	netboxURL string
 
 	mu       sync.Mutex
 	clusters map[string]*unstructured.Unstructured
@@ -64,7 +65,7 @@ func newInvEnv(t *testing.T, seed func(*netboxsim.Server), tweak ...func(*Config
 	nb, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: tokenFile, AllowHTTP: true, Timeout: 5 * time.Second}, nil, nil)
 	require.NoError(t, err)
 
-	ie := &invEnv{sim: sim, nb: nb, clusters: map[string]*unstructured.Unstructured{}}
+	ie := &invEnv{sim: sim, nb: nb, netboxURL: ts.URL, clusters: map[string]*unstructured.Unstructured{}}
 	ie.cfg, err = inventory.ConfigFromEnv(func(string) string { return "" }, ts.URL)
 	require.NoError(t, err)
 
@@ -399,4 +400,61 @@ func TestInventoryRefusesUntilTheFirstListing(t *testing.T) {
 	require.Equal(t, http.StatusOK, fresh.get(invV1).code())
 	require.Equal(t, http.StatusOK, fresh.get(inventoryRoot+"/api_versions").code())
 	require.JSONEq(t, `[]`, string(fresh.get(invV1+"/deploymentManagers").body), "no Cluster source: none")
+}
+
+// NetBox down from the start of an operator: the client refuses the inventory's listings until NetBox
+// passed its check (nothing reaches NetBox), so there is no view and the routes backed by it answer 503
+// with Retry-After, never an empty inventory; once NetBox answers, the next refresh fills the view; when it
+// goes down again, the last view keeps answering.
+func TestInventoryDuringANetBoxOutageFromTheStart(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	ie.sim.SetOutage(http.StatusServiceUnavailable)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(invToken), 0o600))
+	nb, err := netbox.New(netbox.Config{URL: ie.netboxURL, TokenFile: tokenFile, AllowHTTP: true, Timeout: 2 * time.Second}, nil, prometheus.NewRegistry())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	require.NoError(t, nb.Start(ctx), "an outage at start is no reason to stop")
+	view := inventory.NewView(ie.cfg, nil)
+	refresher, err := inventory.NewRefresher(view, nb, nil, nil)
+	require.NoError(t, err)
+
+	listings := func() int {
+		return ie.sim.Calls(http.MethodGet, netboxsim.RouteDevices) + ie.sim.Calls(http.MethodGet, netboxsim.RouteSites)
+	}
+	before := listings()
+	err = refresher.Refresh(ctx, true)
+	require.True(t, netbox.IsKind(err, netbox.KindUnavailable), "%v", err)
+	require.Equal(t, before, listings(), "nothing but the check reaches a NetBox that has not passed it")
+
+	srv, err := New(Config{Host: "127.0.0.1", Port: 0, PageSize: 10}, ie.store, nil, nil, zap.NewNop(), nil)
+	require.NoError(t, err)
+	srv.EnableInventory(view, nil)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	fresh := &invEnv{env: &env{t: t, base: "http://" + srv.Addr(), client: ie.client}}
+	for _, p := range []string{"/resourcePools", "/resourceTypes", "/oCloudSites", "/resourcePools/" + ie.cfg.ResourcePoolID(1) + "/resources"} {
+		x := fresh.get(invV1 + p)
+		require.Equal(t, http.StatusServiceUnavailable, x.code(), p)
+		require.Equal(t, "5", x.resp.Header.Get("Retry-After"), p)
+		require.Equal(t, "application/problem+json", x.resp.Header.Get("Content-Type"), p)
+	}
+	require.Equal(t, http.StatusOK, fresh.get(invV1).code(), "the O-Cloud is configuration: it answers")
+
+	ie.sim.SetOutage(0)
+	require.Eventually(t, func() bool { return refresher.Refresh(ctx, true) == nil }, 30*time.Second, 200*time.Millisecond,
+		"the inventory never read NetBox once it answered")
+	pool := invV1 + "/resourcePools/" + ie.cfg.ResourcePoolID(1) + "/resources"
+	want := len(ie.get(pool).items(t)) // as a view filled while NetBox answered has it
+	require.Positive(t, want)
+	x := fresh.get(pool)
+	require.Equal(t, http.StatusOK, x.code())
+	require.Len(t, x.items(t), want)
+
+	ie.sim.SetOutage(http.StatusServiceUnavailable)
+	require.Error(t, refresher.Refresh(ctx, false))
+	x = fresh.get(pool)
+	require.Equal(t, http.StatusOK, x.code(), "the last view answers while NetBox is down")
+	require.Len(t, x.items(t), want)
 }

@@ -26,6 +26,9 @@ func (c *Client) Claim(ctx context.Context, d *Device, requestUID string) (Claim
 	if err := checkUID("claim", requestUID); err != nil {
 		return "", err
 	}
+	if err := c.usable("claim"); err != nil {
+		return "", err
+	}
 	if d == nil || d.ETag == "" {
 		return "", newError(KindInvalid, "claim", "the device must come from GetDevice (it carries the ETag)")
 	}

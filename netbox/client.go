@@ -213,6 +213,9 @@ func (c *Client) listDevices(ctx context.Context, op string, filters url.Values,
 // GetDevice reads one device with its ETag. A missing ETag is an error: the
 // client never writes without If-Match.
 func (c *Client) GetDevice(ctx context.Context, id int32) (*Device, error) {
+	if err := c.usable("get"); err != nil {
+		return nil, err
+	}
 	return c.getDevice(ctx, "get", id)
 }
 

@@ -27,6 +27,7 @@ const (
 	KindCanceled     Kind = "canceled"     // caller canceled the context
 	KindTransport    Kind = "transport"    // connection, TLS, DNS…
 	KindProtocol     Kind = "protocol"     // undecodable answer, redirect, unexpected status
+	KindUnavailable  Kind = "unavailable"  // not sent: NetBox has not passed its check since an outage at start (availability.go)
 )
 
 // Error is the only error type the client returns (besides ErrNoFreeHost).

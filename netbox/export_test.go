@@ -31,3 +31,10 @@ func NewDeviceForTest(custom map[string]any) *Device {
 
 // SetDownProbeIntervalForTest changes how often a scrape probes a NetBox that was last seen down.
 func SetDownProbeIntervalForTest(c *Client, d time.Duration) { c.metrics.up.interval = d }
+
+// SetCheckIntervalsForTest changes how often the background check runs after an outage at start:
+// every retry while NetBox does not answer, every recheck while it answers but fails the check.
+func SetCheckIntervalsForTest(c *Client, retry, recheck time.Duration) {
+	c.metrics.avail.retry.Base, c.metrics.avail.retry.Max = retry, retry
+	c.metrics.avail.recheck = recheck
+}

@@ -140,6 +140,9 @@ func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) 
 // and its next link (nil on the last page). A next link that does not advance, or more than maxPages
 // pages, is a protocol error: the listing would never end.
 func listPages[T any](c *Client, what string, page func(offset int32) ([]T, *string, error)) ([]T, error) {
+	if err := c.usable("inventory"); err != nil {
+		return nil, err
+	}
 	var out []T
 	offset := int32(0)
 	for range c.maxPages {

@@ -14,6 +14,7 @@ type metrics struct {
 	quarantines *prometheus.CounterVec   // reason: QuarantineReason
 	duration    *prometheus.HistogramVec // operation: status, list_custom_fields, list_devices, get_device, patch_device
 	up          *reachability            // o2ims_netbox_up
+	avail       *availability            // o2ims_netbox_usable
 }
 
 // Label values used by the client.
@@ -44,6 +45,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"operation"}),
 		up: newReachability(),
 	}
+	m.avail = newAvailability(m.up)
 	if reg != nil {
 		var err error
 		if m.attempts, err = register(reg, m.attempts); err != nil {
@@ -59,6 +61,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 		if m.up, err = register(reg, m.up); err != nil {
+			return nil, err
+		}
+		m.avail = newAvailability(m.up) // the registered reachability (a second client shares the first's)
+		if m.avail, err = register(reg, m.avail); err != nil {
 			return nil, err
 		}
 	}
@@ -91,8 +97,8 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 
 func (m *metrics) apiError(label string) { m.apiErrors.WithLabelValues(label).Inc() }
 
-// reached records whether an attempt got an answer from a working NetBox.
-func (m *metrics) reached(ok bool) { m.up.observe(ok) }
+// reached records whether an attempt got an answer from a working NetBox, and if not, why in a few words.
+func (m *metrics) reached(ok bool, cause string) { m.up.observe(ok, cause) }
 
 func (m *metrics) attempt(result string) { m.attempts.WithLabelValues(result).Inc() }
 func (m *metrics) quarantine(r QuarantineReason) {

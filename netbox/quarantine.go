@@ -51,6 +51,9 @@ func (c *Client) Quarantine(ctx context.Context, d *Device, reason QuarantineRea
 	if d == nil || d.ETag == "" {
 		return newError(KindInvalid, "quarantine", "the device must come from GetDevice (it carries the ETag)")
 	}
+	if err := c.usable("quarantine"); err != nil {
+		return err
+	}
 	if !d.Free() {
 		return newError(KindPrecondition, "quarantine", "device %d is no longer staged and unowned; not quarantined", d.ID)
 	}

@@ -23,6 +23,15 @@ type reachability struct {
 	probing  atomic.Bool
 	probe    atomic.Pointer[func()]
 	interval time.Duration
+	// down is when the failures began (the first failed attempt after an answer, or the first attempt
+	// ever) and what that attempt met; nil while NetBox answers. Requests waiting for it name both, the
+	// same for the whole outage.
+	down atomic.Pointer[outage]
+}
+
+type outage struct {
+	since time.Time
+	cause string // "HTTP 503", "no answer within 10s", what the transport said
 }
 
 func newReachability() *reachability {
@@ -35,16 +44,22 @@ func newReachability() *reachability {
 	}
 }
 
-// observe records one attempt's result.
-func (r *reachability) observe(ok bool) {
+// observe records one attempt's result; cause says what a failed one met.
+func (r *reachability) observe(ok bool, cause string) {
+	now := time.Now()
 	r.up.Store(ok)
-	r.last.Store(time.Now().UnixNano())
+	r.last.Store(now.UnixNano())
 	if ok {
+		r.down.Store(nil)
 		r.gauge.Set(1)
 	} else {
+		r.down.CompareAndSwap(nil, &outage{since: now, cause: cause})
 		r.gauge.Set(0)
 	}
 }
+
+// outage is the failures as last seen: nil while NetBox answers (or before any attempt).
+func (r *reachability) outage() *outage { return r.down.Load() }
 
 // setProbe installs the status probe once (a second client on the same registry shares the first's).
 func (r *reachability) setProbe(fn func()) { r.probe.CompareAndSwap(nil, &fn) }

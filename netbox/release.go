@@ -29,6 +29,9 @@ func (c *Client) Release(ctx context.Context, id int32, requestUID string) (Rele
 	if err := checkUID("release", requestUID); err != nil {
 		return "", err
 	}
+	if err := c.usable("release"); err != nil {
+		return "", err
+	}
 	log := c.log.With(zap.Int32("deviceID", id))
 	for round := 0; round < maxReleaseRounds; round++ {
 		d, err := c.getDevice(ctx, "release", id)

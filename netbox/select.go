@@ -33,6 +33,9 @@ func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32
 	if n <= 0 {
 		return nil, nil
 	}
+	if err := c.usable("find"); err != nil {
+		return nil, err
+	}
 	norm, err := normalizeSelector(sel, c.cfg.Fields)
 	if err != nil {
 		return nil, err

@@ -230,17 +230,17 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
 			err = &attemptTimeoutError{timeout: t.timeout}
 			t.metrics.apiError("timeout")
-			t.metrics.reached(false)
+			t.metrics.reached(false, err.Error())
 		} else if parent.Err() == nil {
 			t.metrics.apiError("transport")
-			t.metrics.reached(false)
+			t.metrics.reached(false, sanitizeMessage(redactSecret(err.Error(), tok), 200))
 		}
 		return nil, err
 	}
 	if label := statusLabel(resp.StatusCode); label != "" {
 		t.metrics.apiError(label)
 	}
-	t.metrics.reached(resp.StatusCode < 500)
+	t.metrics.reached(resp.StatusCode < 500, fmt.Sprintf("HTTP %d", resp.StatusCode))
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		t.tokens.refused()
 	}

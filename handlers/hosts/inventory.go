@@ -113,8 +113,17 @@ func (inv *Inventory) Settled(req spec.Request, u *unstructured.Unstructured) bo
 
 // Ensure moves every requested host one step on: hosts no longer requested go back first, then the
 // recorded candidates are claimed, empty positions get candidates, and claimed hosts are registered with
-// Metal3. The records change only in the pass's status patch (see the phases in slots.go).
+// Metal3. The records change only in the pass's status patch (see the phases in slots.go). NetBox being
+// unusable is a wait naming why (outage.go), not an error.
 func (inv *Inventory) Ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
+	res, err := inv.ensure(ctx, c, req)
+	if msg, ok := inv.netboxWait(err); ok {
+		return Ensured{Message: msg}, nil
+	}
+	return res, err
+}
+
+func (inv *Inventory) ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
 	recorded, err := ReadSlots(c.Object)
 	if err != nil {
 		// Someone else's edit must not block the request; the claims themselves are safe in NetBox.

@@ -23,8 +23,16 @@ type Released struct {
 
 // Release undoes the hosts in reverse: our BareMetalHost and BMC Secret first (confirmed gone), a
 // checkpoint on the request, then the device back to the pool. Nothing is ever done to a device or an
-// object that is not this request's.
+// object that is not this request's. NetBox being unusable is a wait naming why (outage.go).
 func (inv *Inventory) Release(ctx context.Context, c *framework.Cause) (Released, error) {
+	res, err := inv.release(ctx, c)
+	if msg, ok := inv.netboxWait(err); ok {
+		return Released{Message: msg}, nil
+	}
+	return res, err
+}
+
+func (inv *Inventory) release(ctx context.Context, c *framework.Cause) (Released, error) {
 	slots, err := ReadSlots(c.Object)
 	if err != nil {
 		return Released{}, fmt.Errorf("reading host records: %w", err)

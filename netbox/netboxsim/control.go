@@ -69,6 +69,20 @@ func (s *Server) takeFault(method, route string) *Fault {
 	return nil
 }
 
+// SetOutage makes every request, on every route, answer status (e.g. 503, as a proxy in front of a NetBox
+// that is down) until SetOutage(0); calls are still counted. Queued faults wait until it ends.
+func (s *Server) SetOutage(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outage = status
+}
+
+func (s *Server) outageStatus() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outage
+}
+
 // SetLatency delays every Method+Route request by d before it is processed (0
 // removes it). A request whose client goes away during the delay is not processed.
 func (s *Server) SetLatency(method, route string, d time.Duration) {

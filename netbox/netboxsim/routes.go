@@ -69,8 +69,8 @@ func deviceID(r *http.Request) (int32, bool) {
 }
 
 // serve wraps a route's handler (nil: no handler for this method) in what every request meets first,
-// in NetBox's order as far as a test can see it: the call is counted, its latency waited out, a queued
-// fault answered, the token checked, and only then the method dispatched.
+// in NetBox's order as far as a test can see it: the call is counted, its latency waited out, an outage
+// or a queued fault answered, the token checked, and only then the method dispatched.
 func (s *Server) serve(route, method string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := deviceID(r)
@@ -109,6 +109,10 @@ func (s *Server) serve(route, method string, h http.HandlerFunc) http.Handler {
 			}
 		}
 
+		if status := s.outageStatus(); status != 0 {
+			writeFault(w, &Fault{Status: status})
+			return
+		}
 		if f := s.takeFault(r.Method, route); f != nil {
 			writeFault(w, f)
 			return

@@ -51,6 +51,7 @@ type Server struct {
 	latency   map[string]time.Duration
 	dropPatch int
 	ignored   map[string]bool
+	outage    int // every request answers this status (0: none); SetOutage
 
 	patchHook func(id int32)
 

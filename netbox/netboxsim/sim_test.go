@@ -489,3 +489,23 @@ func TestPatchKeepsIntegersAndFloatsApart(t *testing.T) {
 	resp, _ = r.do("PATCH", path, nil, `{"custom_fields":{"cpu_cores":1e400}}`)
 	assert.Equal(t, 400, resp.StatusCode, "a number beyond float64 is no dictionary")
 }
+
+// An outage answers every route with its status, before queued faults (kept for after it) and before the
+// token check; calls are still counted; SetOutage(0) ends it.
+func TestOutageAnswersEveryRouteUntilCleared(t *testing.T) {
+	s, base := start(t, netboxsim.Options{})
+	id := s.AddDevice(netboxsim.Device{})
+	r := raw{t, base}
+	s.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 429})
+	s.SetOutage(503)
+	for _, p := range []string{"/api/status/", "/api/dcim/devices/", fmt.Sprintf("/api/dcim/devices/%d/", id), "/api/extras/custom-fields/"} {
+		resp, _ := r.do("GET", p, nil, "")
+		assert.Equal(t, 503, resp.StatusCode, p)
+	}
+	assert.Equal(t, 1, s.Calls("GET", netboxsim.RouteDevice))
+	s.SetOutage(0)
+	resp, _ := r.do("GET", fmt.Sprintf("/api/dcim/devices/%d/", id), nil, "")
+	assert.Equal(t, 429, resp.StatusCode, "the queued fault waited for the outage to end")
+	resp, _ = r.do("GET", "/api/status/", nil, "")
+	assert.Equal(t, 200, resp.StatusCode)
+}
