@@ -186,6 +186,23 @@ func (o *options) level(getenv func(string) string) (zapcore.Level, error) {
 	}
 }
 
+// ignoredPythonSettings are the warnings for the Python image's settings that have no meaning here, one
+// per setting present: a setting silently dropped would look honoured.
+func ignoredPythonSettings(getenv func(string) string) []string {
+	var out []string
+	for _, v := range []string{"TOKEN", "KUBERNETES_BASE_URL"} {
+		if getenv(v) != "" {
+			out = append(out, v+" is the Python image's transport setting and is ignored: the in-cluster service account (or --kubeconfig) is used, with its token re-read on rotation")
+		}
+	}
+	if getenv("HTTPS_VERIFY") != "" {
+		// The Python image verified TLS only with HTTPS_VERIFY set (any value, "false" included).
+		out = append(out, "HTTPS_VERIFY is the Python image's setting and is ignored: the API server's certificate is always "+
+			"verified (with the service account's CA, or KUBERNETES_CA_FILE); UNSAFE_SKIP_TLS_VERIFY=true turns that off")
+	}
+	return out
+}
+
 // run is the operator process; it returns the exit code. A command line it cannot take ends it with one
 // line on stderr and exit 2, a configuration error with one line and exit 1, before anything starts.
 // --help and --version answer on stdout.
@@ -235,10 +252,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := framework.NewLogger(level, jsonLogs)
 	defer func() { _ = log.Sync() }()
-	for _, v := range []string{"TOKEN", "KUBERNETES_BASE_URL"} {
-		if getenv(v) != "" {
-			log.Warn(v + " is the Python image's transport setting and is ignored: the in-cluster service account (or --kubeconfig) is used, with its token re-read on rotation")
-		}
+	for _, w := range ignoredPythonSettings(getenv) {
+		log.Warn(w)
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))

@@ -105,3 +105,17 @@ func TestBadEnvironmentIsOneLineAndExitOne(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "o2ims-operator: CREATION_TIMEOUT must be a positive integer number of seconds, got \"soon\"\n", stderr.String())
 }
+
+// Each Python transport setting that means nothing here is named in a warning; none is dropped silently.
+func TestIgnoredPythonSettingsAreNamed(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	assert.Empty(t, ignoredPythonSettings(env(nil)))
+	got := ignoredPythonSettings(env(map[string]string{
+		"TOKEN": "/var/run/secrets/kubernetes.io/serviceaccount/token", "KUBERNETES_BASE_URL": "https://kubernetes.default.svc", "HTTPS_VERIFY": "false",
+	}))
+	require.Len(t, got, 3)
+	for i, name := range []string{"TOKEN", "KUBERNETES_BASE_URL", "HTTPS_VERIFY"} {
+		assert.True(t, strings.HasPrefix(got[i], name+" is the Python image's"), got[i])
+	}
+	assert.Contains(t, got[2], "always verified")
+}

@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -85,21 +86,43 @@ func LoadConfig(kubeconfig string, getenv func(string) string) (*rest.Config, er
 	if err != nil {
 		return nil, fmt.Errorf("no Kubernetes client configuration: %w", err)
 	}
-	ca, skip := getenv("KUBERNETES_CA_FILE"), strings.EqualFold(getenv("UNSAFE_SKIP_TLS_VERIFY"), "true")
+	ca := getenv("KUBERNETES_CA_FILE")
+	skip, err := pythonBool(getenv("UNSAFE_SKIP_TLS_VERIFY"))
+	if err != nil {
+		return nil, fmt.Errorf("UNSAFE_SKIP_TLS_VERIFY: %w", err)
+	}
 	if ca != "" && skip {
-		return nil, errors.New("KUBERNETES_CA_FILE and UNSAFE_SKIP_TLS_VERIFY=true contradict each other; set one")
+		return nil, errors.New("KUBERNETES_CA_FILE and UNSAFE_SKIP_TLS_VERIFY contradict each other; set one")
 	}
 	if ca != "" {
-		if _, err := os.Stat(ca); err != nil {
+		// Read and checked at start: a file that is not a PEM bundle is a configuration error then, not a
+		// TLS failure on every call.
+		pem, err := os.ReadFile(ca)
+		if err != nil {
 			return nil, fmt.Errorf("KUBERNETES_CA_FILE: %w", err)
 		}
-		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = ca, nil
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("KUBERNETES_CA_FILE %s: no PEM certificate in it", ca)
+		}
+		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = "", pem
 	}
 	if skip {
 		cfg.TLSClientConfig.Insecure = true
 		cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = "", nil
 	}
 	return cfg, nil
+}
+
+// pythonBool reads a boolean setting as the Python image's environment handling does: 1/true/yes/on and
+// 0/false/no/off in any case, empty for false; anything else is refused rather than guessed.
+func pythonBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "", "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not one of 1/true/yes/on or 0/false/no/off", v)
 }
 
 // NewClients builds the operator's clients from a base config.

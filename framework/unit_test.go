@@ -2,10 +2,17 @@ package framework
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -114,7 +121,10 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `), 0o600))
 	ca := filepath.Join(dir, "ca.crt")
-	require.NoError(t, os.WriteFile(ca, []byte("x"), 0o600))
+	caPEM := selfSignedPEM(t)
+	require.NoError(t, os.WriteFile(ca, caPEM, 0o600))
+	notPEM := filepath.Join(dir, "not.crt")
+	require.NoError(t, os.WriteFile(notPEM, []byte("x"), 0o600))
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 	cfg, err := LoadConfig(kc, env(nil))
@@ -123,16 +133,29 @@ current-context: c
 
 	cfg, err = LoadConfig(kc, env(map[string]string{"KUBERNETES_CA_FILE": ca}))
 	require.NoError(t, err)
-	assert.Equal(t, ca, cfg.TLSClientConfig.CAFile)
+	assert.Equal(t, caPEM, cfg.TLSClientConfig.CAData, "the bundle is loaded")
+	assert.Empty(t, cfg.TLSClientConfig.CAFile)
 
-	cfg, err = LoadConfig(kc, env(map[string]string{"UNSAFE_SKIP_TLS_VERIFY": "true"}))
-	require.NoError(t, err)
-	assert.True(t, cfg.TLSClientConfig.Insecure)
+	// The Python image's spellings of true, in any case; and of false.
+	for _, v := range []string{"true", "1", "yes", "on", "TRUE", "On"} {
+		cfg, err = LoadConfig(kc, env(map[string]string{"UNSAFE_SKIP_TLS_VERIFY": v}))
+		require.NoError(t, err, v)
+		assert.True(t, cfg.TLSClientConfig.Insecure, v)
+	}
+	for _, v := range []string{"false", "0", "no", "off", ""} {
+		cfg, err = LoadConfig(kc, env(map[string]string{"UNSAFE_SKIP_TLS_VERIFY": v}))
+		require.NoError(t, err, v)
+		assert.False(t, cfg.TLSClientConfig.Insecure, v)
+	}
+	_, err = LoadConfig(kc, env(map[string]string{"UNSAFE_SKIP_TLS_VERIFY": "maybe"}))
+	assert.ErrorContains(t, err, "UNSAFE_SKIP_TLS_VERIFY")
 
-	_, err = LoadConfig(kc, env(map[string]string{"KUBERNETES_CA_FILE": ca, "UNSAFE_SKIP_TLS_VERIFY": "true"}))
+	_, err = LoadConfig(kc, env(map[string]string{"KUBERNETES_CA_FILE": ca, "UNSAFE_SKIP_TLS_VERIFY": "yes"}))
 	assert.ErrorContains(t, err, "contradict")
 	_, err = LoadConfig(kc, env(map[string]string{"KUBERNETES_CA_FILE": filepath.Join(dir, "missing")}))
 	assert.ErrorContains(t, err, "KUBERNETES_CA_FILE")
+	_, err = LoadConfig(kc, env(map[string]string{"KUBERNETES_CA_FILE": notPEM}))
+	assert.ErrorContains(t, err, "no PEM certificate")
 	_, err = LoadConfig(filepath.Join(dir, "nope"), env(nil))
 	assert.ErrorContains(t, err, "no Kubernetes client configuration")
 }
@@ -301,4 +324,19 @@ func TestLoggerKeepsEveryLineOfABurst(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 500, strings.Count(string(raw), "the same line"), "json=%v: lines were dropped", json)
 	}
+}
+
+// selfSignedPEM is a CA certificate in PEM, made for the test.
+func selfSignedPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
