@@ -315,6 +315,52 @@ func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
 	assert.Equal(t, 1, n)
 }
 
+// A create whose answer was lost and which did not land (the read-back finds nothing) is sent again, once
+// the read-back has said so — never blindly.
+func TestLostCreateThatDidNotLandIsSentAgain(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	var lost atomic.Int32
+	first := func(req *http.Request) bool {
+		return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/packagevariants") && strings.Contains(req.URL.Path, "/namespaces/lost-nowhere/")
+	}
+	rec := &kubeapi.Recorder{
+		// The first POST goes where nothing can be created (an absent namespace) and its answer is lost:
+		// to the operator it is a reset connection, and nothing landed.
+		Reroute: func(req *http.Request) *http.Request {
+			if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/packagevariants") || lost.Add(1) != 1 {
+				return req
+			}
+			r := req.Clone(req.Context())
+			r.URL.Path = strings.Replace(r.URL.Path, "/namespaces/default/", "/namespaces/lost-nowhere/", 1)
+			return r
+		},
+		Fault: first,
+	}
+	c := startChain(t, srv, "lostnot", func(c *Config) { c.Requeue = 500 * time.Millisecond }, rec)
+	createPR(t, srv, provisioningRequest("lostnot-1", "lostnot", tmplOK, map[string]any{"clusterName": "edge-lostnot-1"}))
+	waitState(t, srv, "lostnot-1", v1alpha1.StateFulfilled, 30*time.Second)
+	assert.Equal(t, 2, c.rec.Count("POST", "/packagevariants"), "sent once more after the read-back found nothing")
+	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lostnot-1"), 1, "no read-back")
+	assert.True(t, hasEvent(eventsOf(t, srv, "lostnot-1"), corev1.EventTypeNormal, EventCreated, "Created package variant default/lostnot-1"))
+	said := strings.Join(c.rec.Bodies("PATCH", "/provisioningrequests/lostnot-1/status"), "\n")
+	assert.Contains(t, said, "the package variant create did not land and will be retried")
+}
+
+// Porch's Ready is found by type wherever it stands: first here, with Stalled=False after it (the Python
+// operator read conditions[-1] and would have seen Stalled).
+func TestReadyIsFoundInAnyPosition(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	startChain(t, srv, "readyfirst", nil, nil)
+	createPR(t, srv, provisioningRequest("readyfirst-1", "readyfirst", tmplReadyFirst, map[string]any{"clusterName": "edge-readyfirst-1"}))
+	waitState(t, srv, "readyfirst-1", v1alpha1.StateFulfilled, 30*time.Second)
+	pv, _ := getPV(t, srv, "readyfirst-1")
+	conds, _, _ := unstructured.NestedSlice(pv.Object, "status", "conditions")
+	require.Len(t, conds, 2)
+	assert.Equal(t, "Ready", conds[0].(map[string]any)["type"], "the simulator no longer writes Ready first")
+}
+
 func TestDeletionRemovesOurPackageVariantThenTheFinalizer(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)

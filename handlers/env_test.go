@@ -31,6 +31,7 @@ const (
 	tmplNeverRenders   = "tmpl-never-renders"
 	tmplNeverProvision = "tmpl-never-provisions"
 	tmplClusterFails   = "tmpl-cluster-fails"
+	tmplReadyFirst     = "tmpl-ready-first"
 )
 
 var worldOptions = world.Options{
@@ -40,6 +41,7 @@ var worldOptions = world.Options{
 	BadCredentialsUser: "refused",
 	RenderFailure:      map[string]string{tmplRenderFails: "could not find upstream package revision"},
 	NeverRender:        map[string]bool{tmplNeverRenders: true},
+	ReadyFirst:         map[string]bool{tmplReadyFirst: true, tmplRenderFails: true},
 	NeverProvision:     map[string]bool{tmplNeverProvision: true},
 	ClusterFailure:     map[string]string{tmplClusterFails: "invalid machine template"},
 }

@@ -55,6 +55,9 @@ func (p *porch) reconcile(ctx context.Context, pv *unstructured.Unstructured, fi
 		map[string]any{"type": "Stalled", "status": "False", "reason": "Valid", "message": "all validation checks passed"},
 		ready,
 	}
+	if o.ReadyFirst[template] {
+		conds[0], conds[1] = conds[1], conds[0]
+	}
 	if err := setConditions(ctx, dyn, pv, conds); err != nil {
 		return 0, err
 	}

@@ -47,6 +47,10 @@ type Options struct {
 
 	// RenderFailure maps a template name to a Ready=False message (rendering fails and keeps failing).
 	RenderFailure map[string]string
+	// ReadyFirst lists templates whose PackageVariant conditions are written Ready first, Stalled last
+	// (Porch v1.5.8 writes Stalled then Ready after its first full reconcile, but a reader must find
+	// conditions by type, never by position).
+	ReadyFirst map[string]bool
 	// NeverRender lists templates Porch never reports on; NeverProvision lists templates whose Cluster
 	// never becomes provisioned; NoCluster lists templates that render but create no Cluster.
 	NeverRender, NeverProvision, NoCluster map[string]bool
