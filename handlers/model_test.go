@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"os"
 	"reflect"
 	"sort"
@@ -144,6 +145,7 @@ type model struct {
 	inv     *inventory
 	chain   *chain
 	invOn   bool
+	outage  bool // NetBox answers 503 to everything (SetOutage)
 	hosts   []int32
 	names   []string // requests created and not yet seen gone
 	next    int
@@ -365,7 +367,21 @@ func (m *model) setHosts(name string, hosts []any) {
 }
 
 func (m *model) fault() string {
-	switch m.rng.Intn(4) {
+	switch m.rng.Intn(5) {
+	case 4:
+		// NetBox down (a proxy answering 503 to everything) until a later fault ends it, the operator
+		// restarted into it half the time: handling, budgets and releases carry on degraded.
+		m.outage = !m.outage
+		if !m.outage {
+			m.inv.sim.SetOutage(0)
+			return "outage-over"
+		}
+		m.inv.sim.SetOutage(http.StatusServiceUnavailable)
+		if m.rng.Intn(2) == 0 {
+			m.restart()
+			return "outage-restart"
+		}
+		return "outage"
 	case 0:
 		m.inv.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: 503, Count: 1 + m.rng.Intn(3)})
 		return "fault-patch-503"
@@ -577,6 +593,8 @@ func specHandled(u *unstructured.Unstructured) bool {
 // go and every host be back in the pool with nothing left in Metal3.
 func (m *model) drain() {
 	t := m.t
+	m.inv.sim.SetOutage(0)
+	m.outage = false
 	m.inv.sim.ClearFaults()
 	m.inv.sim.DropPatchAnswers(0)
 	if !m.invOn {
