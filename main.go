@@ -138,6 +138,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 				fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command)")
 				fs.SetOutput(out)
 				fs.PrintDefaults()
+				printEnvironment(out)
 				return nil, err
 			}
 			return nil, fmt.Errorf("%w (see --help)", err)

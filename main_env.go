@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// The environment is the operator's real configuration (the Python image's variables first). This table
+// is what --help prints, and TestTheEnvironmentTableIsTheREADMEs holds README's "Configuration" tables to
+// it row for row, so the two cannot drift; a variable the code reads and neither lists fails that test.
+
+type envVar struct {
+	names   []string // one row may cover variables that go together
+	def     string   // as README writes it (Markdown)
+	meaning string   // as README writes it (Markdown)
+}
+
+type envGroup struct {
+	title string
+	vars  []envVar
+}
+
+var environment = []envGroup{
+	{"The Python image's settings", []envVar{
+		{[]string{"UPSTREAM_PKG_REPO"}, "`catalog-infra-capi`", "Porch repository of the cluster templates"},
+		{[]string{"CLUSTER_PROVISIONER"}, "`capi`", "the only provisioner; anything else stops the operator at start"},
+		{[]string{"CREATION_TIMEOUT"}, "`1800`", "seconds from `creationTimestamp` before a waiting request fails"},
+		{[]string{"LOG_LEVEL"}, "`INFO`", "`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL` (`--log-level` wins). The released Python image's default was `DEBUG`; here `DEBUG` logs every pass, so the default is `INFO` (events are posted at every level); set `DEBUG` for the Python image's verbosity"},
+		{[]string{"NBI_HOST", "NBI_PORT"}, "`127.0.0.1` / `5000`", "northbound API address (loopback: it acts with the operator's SA unless `NBI_AUTH` is set)"},
+		{[]string{"NBI_SHUTDOWN_TIMEOUT"}, "`3`", "seconds to drain the NBI on stop, capped by what is left of `--shutdown-timeout`"},
+		{[]string{"NBI_API_TIMEOUT"}, "`10`", "seconds per API-server write made for the NBI"},
+		{[]string{"KUBERNETES_CA_FILE", "UNSAFE_SKIP_TLS_VERIFY"}, "—", "honoured (not both): the CA file is read at start and must hold a PEM certificate; `UNSAFE_SKIP_TLS_VERIFY` takes `1/true/yes/on` and `0/false/no/off` in any case (anything else is a start-up error)"},
+		{[]string{"TOKEN", "KUBERNETES_BASE_URL", "HTTPS_VERIFY"}, "—", "ignored, each with a warning: the in-cluster ServiceAccount (or `--kubeconfig`) is used, its token re-read when rotated, and the API server's certificate is always verified unless `UNSAFE_SKIP_TLS_VERIFY` says otherwise (the Python image verified it only when `HTTPS_VERIFY` was set, to anything, `false` included)"},
+	}},
+	{"Northbound API", []envVar{
+		{[]string{"NBI_AUTH"}, "off", "`kubernetes`: bearer tokens checked with TokenReview, each operation authorised with a SubjectAccessReview (the caller acts under its own RBAC); apply `manifests/nbi-auth`"},
+		{[]string{"NBI_TLS_CERT_FILE", "NBI_TLS_KEY_FILE"}, "—", "serve the NBI over TLS; the files are reloaded when they change"},
+		{[]string{"NBI_PAGE_SIZE"}, "`1000`", "list page size (`nextpage_opaque_marker` + `Link` for the next page)"},
+	}},
+	{"Provisioning chain", []envVar{
+		{[]string{"DOWNSTREAM_PKG_REPO"}, "`mgmt`", "Porch repository of the rendered cluster package"},
+		{[]string{"PACKAGEVARIANT_NAMESPACE", "CLUSTER_NAMESPACE"}, "`default`", "where PackageVariants and Clusters live"},
+		{[]string{"CLUSTER_API_VERSION"}, "detected", "`v1beta2` or `v1beta1` (detection prefers v1beta2)"},
+		{[]string{"REQUEUE_INTERVAL"}, "`10`", "seconds between safety-net re-checks of a waiting request"},
+		{[]string{"RENDER_SETTLE"}, "`30`", "seconds after rewriting a PackageVariant's spec before Porch's `Ready=True` without a generation is believed for the new spec (see [The chain](#the-chain))"},
+		{[]string{"PROVISIONING_REQUEST_SELECTOR"}, "all", "handle only requests matching a label selector (sharding)"},
+		{[]string{"KOPF_TIME_FORMAT"}, "`aware`", "times in kopf progress records we start: `aware` (`…+00:00`, kopf ≥ 1.37, what the released Python image's kopf 1.40.1 reads) or `naive` (kopf 1.36); a record already on the object keeps its own form (see [Upgrading from the Python image](#upgrading-from-the-python-image))"},
+	}},
+	{"NetBox and Metal3 (the host step)", []envVar{
+		{[]string{"NETBOX_URL"}, "off", "NetBox origin (`https://…`); enables the inventory step"},
+		{[]string{"NETBOX_TOKEN_FILE"}, "—", "API token file (`nbt_…` v2 tokens go as `Bearer`, others as `Token`); re-read when rotated"},
+		{[]string{"NETBOX_CA_FILE", "NETBOX_TIMEOUT"}, "system roots, `10`", "NetBox TLS trust and per-call timeout (s)"},
+		{[]string{"NETBOX_ALLOW_HTTP"}, "`false`", "allow `http://` (tests and the local run only)"},
+		{[]string{"NETBOX_FIELD_MANAGED", "NETBOX_FIELD_REQUEST_UID", "NETBOX_FIELD_BMC_ADDRESS", "NETBOX_FIELD_BOOT_MAC"}, "`o2ims_managed`, `o2ims_request_uid`, `o2ims_bmc_address`, `o2ims_boot_mac`", "custom-field names"},
+		{[]string{"METAL3_NAMESPACE"}, "`metal3`", "where BareMetalHosts and BMC Secrets are created"},
+		{[]string{"BMC_CREDENTIALS_NAMESPACE"}, "`o2ims-bmc-credentials`", "where the labelled BMC credentials Secrets are"},
+	}},
+	{"O2IMS inventory API (with `NETBOX_URL`)", []envVar{
+		{[]string{"OCLOUD_ID"}, "UUIDv5 of `NETBOX_URL`", "the O-Cloud's `oCloudId`, the same on every replica and restart; the namespace of every inventory id"},
+		{[]string{"OCLOUD_GLOBAL_CLOUD_ID"}, "the nil UUID", "`globalCloudId`, as the SMO assigned it"},
+		{[]string{"OCLOUD_NAME", "OCLOUD_DESCRIPTION"}, "`o2ims-operator`, a sentence", "the O-Cloud's `name` and `description`"},
+		{[]string{"OCLOUD_SERVICE_URI"}, "the caller's scheme and Host", "`serviceUri`: the apiRoot SMOs reach (`http://` or `https://`)"},
+		{[]string{"INVENTORY_REFRESH_INTERVAL", "INVENTORY_RESYNC_INTERVAL"}, "`10`, `600`", "seconds between changes-only listings of NetBox, and between full ones (the only way a deletion in NetBox is seen)"},
+		{[]string{"INVENTORY_MAX_SUBSCRIPTIONS"}, "`100`", "subscriptions kept; one more is a 409"},
+	}},
+	{"Process", []envVar{
+		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory subscriptions)"},
+		{[]string{"GOMEMLIMIT"}, "90% of the container's memory limit", "Go's soft memory limit; set it to override what is derived from the cgroup limit"},
+	}},
+}
+
+// markdown's marks, dropped for a terminal: code spans and links (their text kept).
+var (
+	mdLink = regexp.MustCompile(`\[([^\]]+)\]\([^)]*\)`)
+	mdCode = strings.NewReplacer("`", "")
+)
+
+func plain(s string) string { return mdCode.Replace(mdLink.ReplaceAllString(s, "$1")) }
+
+// printEnvironment writes the table for --help: each variable with its default, its meaning below.
+func printEnvironment(out io.Writer) {
+	fmt.Fprintln(out, "\nEnvironment (the real configuration; README \"Configuration\"):")
+	for _, g := range environment {
+		fmt.Fprintf(out, "\n  %s\n", plain(g.title))
+		for _, v := range g.vars {
+			fmt.Fprintf(out, "    %s (default: %s)\n        %s\n", strings.Join(v.names, ", "), plain(v.def), plain(v.meaning))
+		}
+	}
+}
+
+// markdownEnvironment is README's "Configuration" tables, one per group.
+func markdownEnvironment() string {
+	var b strings.Builder
+	for i, g := range environment {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "**%s**\n\n| variable | default | meaning |\n|---|---|---|\n", g.title)
+		for _, v := range g.vars {
+			names := make([]string, len(v.names))
+			for j, n := range v.names {
+				names[j] = "`" + n + "`"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", strings.Join(names, ", "), v.def, v.meaning)
+		}
+	}
+	return b.String()
+}

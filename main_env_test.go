@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	envBegin = "<!-- environment: main_env.go; TestTheEnvironmentTableIsTheREADMEs checks it, O2IMS_UPDATE_README=1 rewrites it -->\n"
+	envEnd   = "<!-- /environment -->\n"
+)
+
+// README's Configuration tables are main_env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
+func TestTheEnvironmentTableIsTheREADMEs(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+	a, b := strings.Index(readme, envBegin), strings.Index(readme, envEnd)
+	require.True(t, a >= 0 && b > a, "README.md has no environment markers")
+	want := markdownEnvironment()
+	if os.Getenv("O2IMS_UPDATE_README") == "1" {
+		readme = readme[:a+len(envBegin)] + want + readme[b:]
+		require.NoError(t, os.WriteFile("README.md", []byte(readme), 0o644))
+		return
+	}
+	assert.Equal(t, want, readme[a+len(envBegin):b], "README's environment tables differ from main_env.go; run O2IMS_UPDATE_README=1 go test -run TestTheEnvironmentTableIsTheREADMEs .")
+}
+
+// Every variable the operator's code reads is in the table (and so in --help and README), and the table
+// names nothing the code does not read.
+func TestEveryVariableReadIsDocumented(t *testing.T) {
+	documented := map[string]bool{}
+	for _, g := range environment {
+		for _, v := range g.vars {
+			for _, n := range v.names {
+				documented[n] = true
+			}
+		}
+	}
+	// The product's string literals of environment shape (capitals with an underscore: nothing else in
+	// the code looks so) are the variables it reads; a documented name must appear as a literal somewhere.
+	envShape := regexp.MustCompile(`"([A-Z][A-Z0-9]*_[A-Z0-9_]+)"`)
+	notOurs := map[string]bool{
+		"KUBERNETES_SERVICE_HOST": true, // set by the kubelet: how the operator knows it runs in a pod
+	}
+	var all strings.Builder
+	for _, dir := range []string{".", "framework", "handlers", "handlers/hosts", "nbi", "nbi/inventory", "netbox"} {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") || e.Name() == "main_env.go" {
+				continue
+			}
+			src, err := os.ReadFile(dir + "/" + e.Name())
+			require.NoError(t, err)
+			all.Write(src)
+			for _, m := range envShape.FindAllSubmatch(src, -1) {
+				if name := string(m[1]); !notOurs[name] {
+					assert.True(t, documented[name], "%s/%s reads %s, which the environment table does not list", dir, e.Name(), name)
+				}
+			}
+		}
+	}
+	seen := func(n string) bool { return strings.Contains(all.String(), `"`+n+`"`) }
+	for n := range documented {
+		assert.True(t, seen(n), "the environment table lists %s, which no code reads", n)
+	}
+}
+
+// --help lists the flags and then every variable with its default.
+func TestHelpListsTheEnvironment(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"--help"}, &out)
+	require.Error(t, err)
+	help := out.String()
+	assert.Contains(t, help, "-liveness")
+	for _, g := range environment {
+		assert.Contains(t, help, plain(g.title))
+		for _, v := range g.vars {
+			assert.Contains(t, help, strings.Join(v.names, ", "))
+			assert.Contains(t, help, plain(v.def))
+		}
+	}
+	assert.NotContains(t, help, "`", "Markdown left in the terminal's text")
+}
