@@ -4,34 +4,28 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
+	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
 )
 
-// The diff-base we write for a request as the API server serves it is byte for byte the one kopf writes
-// (kopf-observed.md: the spec plus labels, metadata after the spec): the Python image, rolled back to,
-// reads it as "nothing changed".
+// The diff-base we write for a request is byte for byte the one kopf 1.40.1 wrote for it: computed from a
+// request the Python image fulfilled, as captured (tests/pyimage), it equals that request's own
+// last-handled-configuration — so the image, rolled back to, reads ours as "nothing changed".
 func TestDiffBaseOfARequestIsKopfsBytes(t *testing.T) {
 	prefix := "provisioningrequests.o2ims.provisioning.oran.org"
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "o2ims.provisioning.oran.org/v1alpha1", "kind": "ProvisioningRequest",
-		"metadata": map[string]any{
-			"name": "edge-1", "uid": "u-1", "resourceVersion": "42", "generation": int64(1),
-			"labels": map[string]any{"test": "python"},
-			"annotations": map[string]any{
-				prefix + "/kopf-managed": "yes", prefix + "/create_fn": `{"retries":1}`,
-				"kubectl.kubernetes.io/last-applied-configuration": "{}",
-			},
-			"finalizers": []any{prefix},
-		},
-		"spec": map[string]any{
-			"description": "test request", "name": "edge python-1", "templateName": "edge-cluster",
-			"templateParameters": map[string]any{"clusterName": "edge-python-1"}, "templateVersion": "v1.0.0",
-		},
-		"status": map[string]any{"provisioningStatus": map[string]any{"provisioningState": "progressing"}},
-	}}
-	want := `{"spec":{"description":"test request","name":"edge python-1","templateName":"edge-cluster",` +
-		`"templateParameters":{"clusterName":"edge-python-1"},"templateVersion":"v1.0.0"},"metadata":{"labels":{"test":"python"}}}` + "\n"
+	o, err := pyimage.Load(pyimage.Fulfilled, pyimage.As{Name: "pi-fx-fulfilled", Label: "fx"})
+	require.NoError(t, err)
+	u := o.Request
+	want := u.GetAnnotations()[prefix+"/last-handled-configuration"]
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, kopf.EncodeDiffBase(essence(u, prefix)))
+	// What the API server adds and kopf leaves out changes nothing: our annotations, finalizers, status.
+	ann := u.GetAnnotations()
+	ann["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+	ann[prefix+"/create_fn"] = `{"retries":1}`
+	u.SetAnnotations(ann)
+	u.SetFinalizers([]string{prefix})
 	assert.Equal(t, want, kopf.EncodeDiffBase(essence(u, prefix)))
 }

@@ -23,7 +23,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(kubeapi.RunMain(m, func() ([]string, error) { return []string{"testdata/crds.yaml"}, nil }))
+	os.Exit(kubeapi.RunMain(m, func() ([]string, error) {
+		// The ProvisioningRequest CRD too: the Python image's captured requests (pythonimage_test.go).
+		pr, err := kubeapi.RepoFile(kubeapi.ProvisioningRequestCRD)
+		return []string{"testdata/crds.yaml", pr}, err
+	}))
 }
 
 var (
