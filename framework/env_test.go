@@ -88,8 +88,6 @@ type testOperator struct {
 	done   chan error
 }
 
-type setupFunc func(op *Operator)
-
 // newTestOperator builds an operator on the shared API server, watching widgets labelled test=<label>
 // (tests run in parallel; the label keeps their objects apart).
 func newTestOperator(t *testing.T, label string, opts Options, setup func(op *Operator, w *Watch)) *testOperator {

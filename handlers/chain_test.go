@@ -201,7 +201,7 @@ func TestForeignPackageVariantFailsTheRequestAndIsNeverTouched(t *testing.T) {
 			"annotations": map[string]any{AnnotationRequestUID: "someone-else", AnnotationDownstream: "edge-foreign-1"}},
 		"spec": map[string]any{"upstream": map[string]any{"repo": "r", "package": "p"}, "downstream": map[string]any{"repo": "r", "package": "edge-foreign-1"}},
 	}}
-	foreign, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
+	_, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").Create(context.Background(), foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// Let the world render it, so its resourceVersion settles before the request arrives.
 	eventually(t, 10*time.Second, func() bool {
@@ -279,9 +279,8 @@ func TestRestartMidwayCreatesNoSecondPackageVariantAndKeepsTheBudget(t *testing.
 	}, "never reached the cluster wait")
 	require.Equal(t, 1, first.rec.Count("POST", "/packagevariants"))
 	first.stop(t)
-	created := time.Now()
 	u, _ := getPR(t, srv, "restart-1")
-	created = u.GetCreationTimestamp().Time
+	created := u.GetCreationTimestamp().Time
 
 	second := startChain(t, srv, "restart", budget, nil)
 	failed := waitState(t, srv, "restart-1", v1alpha1.StateFailed, 30*time.Second)

@@ -159,13 +159,12 @@ type model struct {
 
 // modelSeen: the last terminal status a request showed with its spec handled, and its budget starts.
 type modelSeen struct {
-	uid              string
-	generation       int64
-	terminal         any // provisioningStatus + provisionedResourceSet when terminal and handled
-	budgetStart      string
-	budgetChanges    int
-	handledAtGen     bool
-	hostsCountAtSeen int
+	uid           string
+	generation    int64
+	terminal      any // provisioningStatus + provisionedResourceSet when terminal and handled
+	budgetStart   string
+	budgetChanges int
+	handledAtGen  bool
 }
 
 func newModel(t *testing.T, seed int64, i int) *model {

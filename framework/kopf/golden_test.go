@@ -1,6 +1,7 @@
 package kopf
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -91,7 +92,7 @@ func TestPythonJSONEncoding(t *testing.T) {
 		assert.Equal(t, want, b.String(), "%q", in)
 	}
 	floats := map[float64]string{
-		1.0: "1.0", 0.5: "0.5", -0.0: "0.0", 1e16: "1e+16", 1e15: "1000000000000000.0", 1.5e-05: "1.5e-05",
+		1.0: "1.0", 0.5: "0.5", math.Copysign(0, -1): "-0.0", 1e16: "1e+16", 1e15: "1000000000000000.0", 1.5e-05: "1.5e-05",
 		0.0001: "0.0001", 123.456: "123.456", 1e22: "1e+22", 2.5e-300: "2.5e-300", -7.25: "-7.25",
 	}
 	for f, want := range floats {

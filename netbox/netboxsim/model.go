@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the simulator answers with NetBox's own messages, capitals and full stops included
+
 package netboxsim
 
 import (

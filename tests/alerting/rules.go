@@ -101,7 +101,7 @@ func RenderPrometheusRule(plain []byte) ([]byte, error) {
 	text := string(plain)
 	i := strings.Index(text, "\ngroups:")
 	if i < 0 {
-		return nil, fmt.Errorf("%s: no top-level groups:", RulesFile)
+		return nil, fmt.Errorf("%s: no top-level groups key", RulesFile)
 	}
 	var b strings.Builder
 	b.WriteString(prometheusRuleHeader)

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -457,15 +456,6 @@ func sumMap(m map[string]float64) float64 {
 		}
 	}
 	return t
-}
-
-// deleteRun deletes a run's requests (used to clean up between sections) without waiting.
-func deleteRun(ctx context.Context, dyn dynamic.Interface, run string) error {
-	err := dyn.Resource(prGVR).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: runLabel + "=" + run})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
 }
 
 // failedWrites is the operator's writes answered other than 2xx, by "resource METHOD code" (a delta).

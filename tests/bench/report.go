@@ -471,13 +471,6 @@ func (r *report) loadSection(p printer) {
 	}
 }
 
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
 func codes(m map[string]float64) string {
 	if len(m) == 0 {
 		return "none"
