@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"hash/fnv"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 )
 
 // Event reasons the framework posts.
@@ -79,6 +80,10 @@ const (
 	eventRetryFirst = 200 * time.Millisecond
 	eventRetryMax   = 10 * time.Second
 )
+
+// eventBackoff is the operator's one backoff, jittered so that writers retrying after an API-server
+// restart do not come back in step.
+var eventBackoff = backoff.Exponential{Base: eventRetryFirst, Max: eventRetryMax, Jitter: 1}
 
 // eventRecorder posts core/v1 Events without dropping them under a burst.
 //
@@ -248,7 +253,6 @@ func (r *eventRecorder) write(e *corev1.Event) {
 		r.dropped("budget", e, err)
 		return
 	}
-	delay := eventRetryFirst
 	for try := 1; ; try++ {
 		out, err := r.send(result.Event, result.Patch)
 		switch {
@@ -264,14 +268,12 @@ func (r *eventRecorder) write(e *corev1.Event) {
 			r.dropped("rejected", e, err)
 			return
 		}
-		// Jittered, so writers retrying after an API-server restart do not come back in step.
 		select {
-		case <-time.After(delay/2 + rand.N(delay/2+1)):
+		case <-time.After(eventBackoff.Delay(try - 1)):
 		case <-r.ctx.Done():
 			r.dropped("stopped", e, err)
 			return
 		}
-		delay = min(2*delay, eventRetryMax)
 	}
 }
 
