@@ -18,7 +18,8 @@ type selection struct {
 	exclude *pathTree // nil: not given
 }
 
-// pathTree is a set of attribute paths below templateParameters, as a tree of names.
+// pathTree is a set of attribute paths (below templateParameters in the provisioning API, from the type
+// itself in the inventory API), as a tree of names.
 type pathTree struct {
 	children map[string]*pathTree
 	listed   bool // the path ending here was listed: its whole subtree is selected
@@ -112,6 +113,9 @@ type attrRules struct {
 	resolve  func(path []string) (query.AttrKind, bool, error)
 	selected func(path []string) ([]string, bool) // the path within the selectable part, or false
 	required string                               // completes "exclude_fields: %q is required by …"
+	// simple: simple attributes may be named too, and a required one excluded stays without an error
+	// (the inventory reference's reading; SOL 013's, the provisioning API's, names complex ones only).
+	simple bool
 }
 
 // parseAttrList is the one reader of fields / exclude_fields lists, for every response type.
@@ -129,9 +133,9 @@ func parseAttrList(param, list string, excluding bool, rules attrRules) (*pathTr
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%s: %v", param, err)
-		case kind == query.SimpleAttr:
+		case kind == query.SimpleAttr && !rules.simple:
 			return nil, fmt.Errorf("%s: %q is a simple attribute; attribute selectors name complex ones (simple attributes are always included)", param, p)
-		case excluding && mandatory:
+		case excluding && mandatory && !rules.simple:
 			return nil, fmt.Errorf("exclude_fields: %q is required by %s", p, rules.required)
 		}
 		if below, ok := rules.selected(path); ok {
