@@ -45,12 +45,14 @@ func (t *pathTree) add(path []string) {
 // reference's "exclude-fields" has been folded into "exclude_fields"). Combinations follow SOL013 table
 // 5.3.2-1: each alone, or exclude_default with fields.
 func parseSelection(params map[string]string) (selection, error) {
-	return parseSelectionWith(params, parseFieldList)
+	return parseSelectionWith(params, parseFieldList, false)
 }
 
 // parseSelectionWith is parseSelection with the reader of a fields / exclude_fields list of the answer
-// type at hand (the inventory API's types have theirs).
-func parseSelectionWith(params map[string]string, parseFieldList func(param, list string, excluding bool) (*pathTree, error)) (selection, error) {
+// type at hand (the inventory API's types have theirs); combine allows fields with exclude_fields, as
+// the inventory reference does ("excluded even if they are explicitly included using the fields
+// parameter"), where SOL 013 does not.
+func parseSelectionWith(params map[string]string, parseFieldList func(param, list string, excluding bool) (*pathTree, error), combine bool) (selection, error) {
 	var sel selection
 	all, err := boolParam(params, "all_fields")
 	if err != nil {
@@ -65,7 +67,7 @@ func parseSelectionWith(params map[string]string, parseFieldList func(param, lis
 	switch {
 	case all && (hasFields || hasExclude || excludeDefault):
 		return sel, fmt.Errorf("all_fields cannot be combined with fields, exclude_fields or exclude_default")
-	case hasFields && hasExclude:
+	case hasFields && hasExclude && !combine:
 		return sel, fmt.Errorf("fields and exclude_fields cannot be combined")
 	case hasExclude && excludeDefault:
 		return sel, fmt.Errorf("exclude_fields and exclude_default cannot be combined")

@@ -111,7 +111,7 @@ func (s *Server) oCloudInfo(w http.ResponseWriter, r *http.Request) error {
 			return newProblem(http.StatusBadRequest, "%s applies to lists; the O-Cloud is one object", p)
 		}
 	}
-	sel, err := parseSelectionWith(params, inventoryFieldList(inventory.OCloudInfoSchema))
+	sel, err := parseSelectionWith(params, inventoryFieldList(inventory.OCloudInfoSchema), true)
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
@@ -270,7 +270,7 @@ func (s *Server) inventoryList(w http.ResponseWriter, r *http.Request, schema *q
 			return newProblem(http.StatusBadRequest, "invalid attribute-based filtering expression: %v", err)
 		}
 	}
-	sel, err := parseSelectionWith(params, inventoryFieldList(schema))
+	sel, err := parseSelectionWith(params, inventoryFieldList(schema), true)
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
@@ -345,13 +345,14 @@ func inventoryFieldList(schema *query.Schema) func(param, list string, excluding
 // applyMap answers an inventory object as the selection wants it: with fields, the listed attributes
 // and those the reference requires (a required object not listed keeps only its own required members:
 // a free-form one is {}); with exclude_fields, everything but the listed attributes the reference does
-// not require. Every answer stays valid against the reference. obj is shared and never modified.
+// not require; both together, exclude_fields wins. Every answer stays valid against the reference. obj
+// is shared and never modified.
 func (sel selection) applyMap(schema *query.Schema, obj map[string]any) map[string]any {
-	switch {
-	case sel.fields != nil:
-		return keepListed(schema.Root(), obj, sel.fields)
-	case sel.exclude != nil:
-		return dropListed(schema.Root(), obj, sel.exclude)
+	if sel.fields != nil {
+		obj = keepListed(schema.Root(), obj, sel.fields)
+	}
+	if sel.exclude != nil {
+		obj = dropListed(schema.Root(), obj, sel.exclude)
 	}
 	return obj
 }

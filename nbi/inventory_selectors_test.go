@@ -111,6 +111,10 @@ func TestInventorySelectorsReadAsTheInventoryReferenceWritesThem(t *testing.T) {
 		require.Equal(t, []string{"status"}, keys(r["extensions"].(map[string]any)))
 		require.Contains(t, r, "tags", "required")
 	}
+	// Both together, as the inventory reference allows: exclude_fields wins.
+	for _, r := range ie.get(res + "?fields=extensions/status,extensions/netboxId&exclude_fields=extensions/status").items(t) {
+		require.Equal(t, []string{"netboxId"}, keys(r["extensions"].(map[string]any)))
+	}
 	subs := se.get(invV1 + "/subscriptions?exclude_fields=filter").items(t)
 	require.Len(t, subs, 1)
 	require.NotContains(t, subs[0], "filter", "optional: left out")

@@ -310,7 +310,7 @@ func TestInventoryErrorsAreTheReferencesProblemDetails(t *testing.T) {
 		{invV1 + "/resourcePools?filter=(eq,nme,North)", 400, `"nme" is not an attribute of ResourcePool`},
 		{invV1 + "/resourcePools?filter=(eq,name", 400, "filter"},
 		{invV1 + "/resourcePools?fields=name/first", 400, `"name/first" is not an attribute of ResourcePool: name has no members`},
-		{invV1 + "/resourceTypes?fields=extensions&exclude_fields=extensions/x", 400, "cannot be combined"},
+		{invV1 + "/resourceTypes?all_fields&exclude_fields=extensions/x", 400, "cannot be combined"},
 		{invV1 + "/resourceTypes?limit=3", 400, "unknown query parameter"},
 		{invV1 + "/resourceTypes?nextpage_opaque_marker=%25%25", 400, "not a marker"},
 		{invV1 + "?filter=(eq,name,x)", 400, "one object"},
