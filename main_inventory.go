@@ -11,6 +11,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -24,6 +25,8 @@ type inventoryWiring struct {
 	refresher *inventory.Refresher
 	subs      *inventory.SubscriptionStore
 	notifier  *inventory.Notifier
+	policy    *callback.Policy // CALLBACK_*: which callbacks subscriptions may have
+	getenv    func(string) string
 	log       *zap.Logger
 }
 
@@ -31,6 +34,14 @@ type inventoryWiring struct {
 // the NetBox check.
 func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, log *zap.Logger) (*inventoryWiring, error) {
 	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	policyCfg, err := callback.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := callback.New(policyCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +56,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		return nil
 	})
 	op.OnProbe("inventory", view.Probe)
-	return &inventoryWiring{cfg: cfg, view: view, refresher: r, log: log.Named("inventory")}, nil
+	return &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}, nil
 }
 
 // serve adds the inventory and subscription routes to srv (Clusters come from the operator's cache,
@@ -60,8 +71,13 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 		namespace = "default"
 	}
 	kube := op.Clients().Kubernetes
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers).WithMax(iw.cfg.MaxSubscriptions)
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1"}, iw.view, iw.subs,
+	// Callbacks never reach the API server (in-cluster Service, and the address this process uses) nor
+	// the operator itself (its listeners, read at each check as they bind later, and its pod IP).
+	iw.policy.WithAPIServer(context.Background(), iw.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
+		WithOwn(func() []string { return []string{srv.Addr(), op.HealthAddr(), iw.getenv("POD_IP")} })
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers).
+		WithMax(iw.cfg.MaxSubscriptions).WithPolicy(iw.policy)
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1", Policy: iw.policy}, iw.view, iw.subs,
 		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
 		return err

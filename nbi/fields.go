@@ -18,7 +18,8 @@ type selection struct {
 	exclude *pathTree // nil: not given
 }
 
-// pathTree is a set of attribute paths below templateParameters, as a tree of names.
+// pathTree is a set of attribute paths (below templateParameters in the provisioning API, from the type
+// itself in the inventory API), as a tree of names.
 type pathTree struct {
 	children map[string]*pathTree
 	listed   bool // the path ending here was listed: its whole subtree is selected
@@ -44,12 +45,14 @@ func (t *pathTree) add(path []string) {
 // reference's "exclude-fields" has been folded into "exclude_fields"). Combinations follow SOL013 table
 // 5.3.2-1: each alone, or exclude_default with fields.
 func parseSelection(params map[string]string) (selection, error) {
-	return parseSelectionWith(params, parseFieldList)
+	return parseSelectionWith(params, parseFieldList, false)
 }
 
 // parseSelectionWith is parseSelection with the reader of a fields / exclude_fields list of the answer
-// type at hand (the inventory API's types have theirs).
-func parseSelectionWith(params map[string]string, parseFieldList func(param, list string, excluding bool) (*pathTree, error)) (selection, error) {
+// type at hand (the inventory API's types have theirs); combine allows fields with exclude_fields, as
+// the inventory reference does ("excluded even if they are explicitly included using the fields
+// parameter"), where SOL 013 does not.
+func parseSelectionWith(params map[string]string, parseFieldList func(param, list string, excluding bool) (*pathTree, error), combine bool) (selection, error) {
 	var sel selection
 	all, err := boolParam(params, "all_fields")
 	if err != nil {
@@ -64,7 +67,7 @@ func parseSelectionWith(params map[string]string, parseFieldList func(param, lis
 	switch {
 	case all && (hasFields || hasExclude || excludeDefault):
 		return sel, fmt.Errorf("all_fields cannot be combined with fields, exclude_fields or exclude_default")
-	case hasFields && hasExclude:
+	case hasFields && hasExclude && !combine:
 		return sel, fmt.Errorf("fields and exclude_fields cannot be combined")
 	case hasExclude && excludeDefault:
 		return sel, fmt.Errorf("exclude_fields and exclude_default cannot be combined")
@@ -112,6 +115,9 @@ type attrRules struct {
 	resolve  func(path []string) (query.AttrKind, bool, error)
 	selected func(path []string) ([]string, bool) // the path within the selectable part, or false
 	required string                               // completes "exclude_fields: %q is required by …"
+	// simple: simple attributes may be named too, and a required one excluded stays without an error
+	// (the inventory reference's reading; SOL 013's, the provisioning API's, names complex ones only).
+	simple bool
 }
 
 // parseAttrList is the one reader of fields / exclude_fields lists, for every response type.
@@ -129,9 +135,9 @@ func parseAttrList(param, list string, excluding bool, rules attrRules) (*pathTr
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("%s: %v", param, err)
-		case kind == query.SimpleAttr:
+		case kind == query.SimpleAttr && !rules.simple:
 			return nil, fmt.Errorf("%s: %q is a simple attribute; attribute selectors name complex ones (simple attributes are always included)", param, p)
-		case excluding && mandatory:
+		case excluding && mandatory && !rules.simple:
 			return nil, fmt.Errorf("exclude_fields: %q is required by %s", p, rules.required)
 		}
 		if below, ok := rules.selected(path); ok {

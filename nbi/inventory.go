@@ -111,7 +111,7 @@ func (s *Server) oCloudInfo(w http.ResponseWriter, r *http.Request) error {
 			return newProblem(http.StatusBadRequest, "%s applies to lists; the O-Cloud is one object", p)
 		}
 	}
-	sel, err := parseSelectionWith(params, inventoryFieldList(inventory.OCloudInfoSchema))
+	sel, err := parseSelectionWith(params, inventoryFieldList(inventory.OCloudInfoSchema), true)
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
@@ -270,7 +270,7 @@ func (s *Server) inventoryList(w http.ResponseWriter, r *http.Request, schema *q
 			return newProblem(http.StatusBadRequest, "invalid attribute-based filtering expression: %v", err)
 		}
 	}
-	sel, err := parseSelectionWith(params, inventoryFieldList(schema))
+	sel, err := parseSelectionWith(params, inventoryFieldList(schema), true)
 	if err != nil {
 		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
@@ -326,101 +326,71 @@ func (s *Server) inventoryList(w http.ResponseWriter, r *http.Request, schema *q
 	return nil
 }
 
-// inventoryFieldList reads a fields / exclude_fields list of an inventory type: paths are checked
-// against its schema; what may be left out are its optional complex attributes and anything inside
-// its free-form objects (extensions, capabilities, capacity) — everything the reference requires
-// stays, as in the provisioning API.
+// inventoryFieldList reads a fields / exclude_fields list of an inventory type as its reference writes
+// them (its example: fields=name,extensions/country): any attribute of the schema, simple or complex,
+// at any depth, and anything inside its free-form objects (extensions, capabilities, capacity). A path
+// the schema does not have is a 400; excluding an attribute the reference requires is not (it stays).
+// The provisioning API keeps SOL 013's reading (parseFieldList).
 func inventoryFieldList(schema *query.Schema) func(param, list string, excluding bool) (*pathTree, error) {
 	rules := attrRules{
-		resolve: schema.Resolve,
-		selected: func(path []string) ([]string, bool) {
-			_, _, ok := schema.Selectable(path)
-			return path, ok
-		},
-		required: schema.Name() + " and cannot be excluded; only optional attributes and those inside its extensions can",
+		resolve:  schema.Resolve,
+		selected: func(path []string) ([]string, bool) { return path, true },
+		simple:   true,
 	}
 	return func(param, list string, excluding bool) (*pathTree, error) {
 		return parseAttrList(param, list, excluding, rules)
 	}
 }
 
-// applyMap answers an inventory object as the selection wants it. Only free-form objects change;
-// obj is shared and never modified (changed objects are copies).
+// applyMap answers an inventory object as the selection wants it: with fields, the listed attributes
+// and those the reference requires (a required object not listed keeps only its own required members:
+// a free-form one is {}); with exclude_fields, everything but the listed attributes the reference does
+// not require; both together, exclude_fields wins. Every answer stays valid against the reference. obj
+// is shared and never modified.
 func (sel selection) applyMap(schema *query.Schema, obj map[string]any) map[string]any {
-	if sel.complete() {
-		return obj
-	}
-	tree, fields := sel.exclude, false
 	if sel.fields != nil {
-		tree, fields = sel.fields, true
+		obj = keepListed(schema.Root(), obj, sel.fields)
 	}
-	out := obj
-	roots, optional := schema.FreeformRoots()
-	for i, root := range roots {
-		val, ok := at(obj, root)
-		m, isMap := val.(map[string]any)
-		if !ok || !isMap {
-			continue
-		}
-		node := tree
-		for _, seg := range root {
-			if node = node.children[seg]; node == nil {
-				break
-			}
-		}
-		var repl any
-		remove := false
+	if sel.exclude != nil {
+		obj = dropListed(schema.Root(), obj, sel.exclude)
+	}
+	return obj
+}
+
+func keepListed(node query.Node, obj map[string]any, tree *pathTree) map[string]any {
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		member, t := node.Member(k), tree.children[k]
+		m, isMap := v.(map[string]any)
 		switch {
-		case fields && node != nil && node.listed:
-			continue
-		case fields && node != nil:
-			repl = keepFields(m, node)
-		case fields && optional[i]:
-			remove = true
-		case fields:
-			repl = keepFields(m, &pathTree{})
-		case node == nil:
-			continue
-		case node.listed:
-			remove = true
-		default:
-			repl = dropFields(m, node)
+		case t != nil && t.listed:
+			out[k] = v
+		case (t != nil || member.Required()) && isMap:
+			if t == nil {
+				t = &pathTree{}
+			}
+			out[k] = keepListed(member, m, t)
+		case member.Required():
+			out[k] = v
 		}
-		out = withPath(out, root, repl, remove)
 	}
 	return out
 }
 
-func at(obj map[string]any, path []string) (any, bool) {
-	var v any = obj
-	for _, seg := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[seg]; !ok {
-			return nil, false
-		}
-	}
-	return v, true
-}
-
-// withPath answers a copy of obj with the value at path replaced (or removed), copying only the maps
-// on the way.
-func withPath(obj map[string]any, path []string, v any, remove bool) map[string]any {
+func dropListed(node query.Node, obj map[string]any, tree *pathTree) map[string]any {
 	out := make(map[string]any, len(obj))
-	for k, x := range obj {
-		out[k] = x
-	}
-	if len(path) == 1 {
-		if remove {
-			delete(out, path[0])
-		} else {
-			out[path[0]] = v
+	for k, v := range obj {
+		member, t := node.Member(k), tree.children[k]
+		m, isMap := v.(map[string]any)
+		switch {
+		case t == nil:
+			out[k] = v
+		case t.listed && !member.Required():
+		case !t.listed && isMap:
+			out[k] = dropListed(member, m, t)
+		default:
+			out[k] = v
 		}
-		return out
 	}
-	child, _ := obj[path[0]].(map[string]any)
-	out[path[0]] = withPath(child, path[1:], v, remove)
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -31,6 +33,7 @@ type subsEnv struct {
 	kube      kubernetes.Interface
 	namespace string
 	store     *inventory.SubscriptionStore
+	policy    *callback.Policy
 }
 
 func newSubsEnv(t *testing.T) *subsEnv {
@@ -41,7 +44,11 @@ func newSubsEnv(t *testing.T) *subsEnv {
 	_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	se := &subsEnv{invEnv: ie, kube: kube, namespace: ns, store: inventory.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil)}
+	// The SMO receivers listen on loopback, which the default policy refuses: the tests allow it as an
+	// installation would with CALLBACK_ALLOW_CIDRS; names resolve through testLookup, never DNS.
+	policy := testPolicy(t, callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, testLookup)
+	se := &subsEnv{invEnv: ie, kube: kube, namespace: ns, policy: policy,
+		store: inventory.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil).WithPolicy(policy)}
 	ie.srv.EnableSubscriptions(se.store, nil)
 	return se
 }
@@ -112,6 +119,7 @@ func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prome
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{
 		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 100 * time.Millisecond, ManagerPoll: 100 * time.Millisecond, PersistEvery: 50 * time.Millisecond,
+		Policy: se.policy,
 	}, view, se.store, nil, nil, reg)
 	require.NoError(se.t, err)
 	go func() { _ = n.Run(ctx, func() bool { return true }) }()
@@ -294,7 +302,7 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var leading atomic.Bool
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond},
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: se.policy},
 		se.view, se.store, nil, nil, nil)
 	require.NoError(t, err)
 	go func() { _ = n.Run(ctx, leading.Load) }()

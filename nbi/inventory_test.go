@@ -309,10 +309,8 @@ func TestInventoryErrorsAreTheReferencesProblemDetails(t *testing.T) {
 		{invV1 + "/deploymentManagers/" + ie.cfg.DeploymentManagerID("x"), 404, "deployment manager"},
 		{invV1 + "/resourcePools?filter=(eq,nme,North)", 400, `"nme" is not an attribute of ResourcePool`},
 		{invV1 + "/resourcePools?filter=(eq,name", 400, "filter"},
-		{invV1 + "/resourcePools?fields=name", 400, "simple attribute"},
-		{invV1 + "/resourcePools?exclude_fields=name", 400, "simple attribute"},
-		{invV1 + "/resourceTypes?exclude_fields=extensions", 400, "required by ResourceType"},
-		{invV1 + "/resourceTypes?fields=extensions&exclude_fields=extensions/x", 400, "cannot be combined"},
+		{invV1 + "/resourcePools?fields=name/first", 400, `"name/first" is not an attribute of ResourcePool: name has no members`},
+		{invV1 + "/resourceTypes?all_fields&exclude_fields=extensions/x", 400, "cannot be combined"},
 		{invV1 + "/resourceTypes?limit=3", 400, "unknown query parameter"},
 		{invV1 + "/resourceTypes?nextpage_opaque_marker=%25%25", 400, "not a marker"},
 		{invV1 + "?filter=(eq,name,x)", 400, "one object"},
@@ -361,12 +359,12 @@ func TestInventoryFiltersSelectorsAndPagingAsTheProvisioningList(t *testing.T) {
 	require.Empty(t, ie.get(path+"?filter=(cont,tags,core)").items(t))
 	require.Len(t, ie.get(path+"?filter=(in,tags,edge,core);(gte,extensions/capabilities/cpu_cores,16)").items(t), 2, "page of 2")
 
-	// Attribute selectors: only inside extensions; required attributes stay.
+	// Attribute selectors as the inventory reference reads them: what is listed, and what is required.
 	x = ie.get(path + "?fields=extensions/capabilities")
 	for _, r := range x.items(t) {
 		ext := r["extensions"].(map[string]any)
 		require.Contains(t, ext, "capabilities")
-		require.Contains(t, ext, "status", "simple members stay")
+		require.NotContains(t, ext, "status", "only what is listed inside extensions")
 		require.Contains(t, r, "tags", "required attributes stay")
 	}
 	x = ie.get(path + "?exclude_fields=extensions/capabilities")
@@ -377,9 +375,15 @@ func TestInventoryFiltersSelectorsAndPagingAsTheProvisioningList(t *testing.T) {
 	for _, p := range x.items(t) {
 		require.NotContains(t, p, "extensions", "the pool's extensions are optional")
 	}
-	// As in the provisioning API, selectors name complex attributes: a simple member stays.
+	// Unlike the provisioning API, selectors name simple attributes too: a simple member goes, and a
+	// required attribute excluded stays (200).
 	x = ie.get(invV1 + "?exclude_fields=extensions/inventorySource")
-	require.Contains(t, x.object(t)["extensions"], "inventorySource")
+	require.NotContains(t, x.object(t)["extensions"], "inventorySource")
+	x = ie.get(invV1 + "/resourceTypes?exclude_fields=extensions")
+	require.Equal(t, http.StatusOK, x.code())
+	for _, rt := range x.items(t) {
+		require.Contains(t, rt, "extensions", "required by ResourceType: it stays")
+	}
 }
 
 // Until the first full listing the view knows nothing: it refuses (503, Retry-After) rather than

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -31,6 +32,9 @@ type NotifierConfig struct {
 	ManagerPoll      time.Duration // how often deployment managers are recomputed (default 2 s)
 	PersistEvery     time.Duration // how often delivered progress is written (default 1 s)
 	APIRoot          string        // prefix of objectRef (default the inventory root path)
+	// Policy is checked at every connection a delivery makes (default callback.Default()): the
+	// subscription store's, so a callback accepted at creation that now resolves inside is refused.
+	Policy *callback.Policy
 }
 
 func (c NotifierConfig) withDefaults() NotifierConfig {
@@ -50,6 +54,9 @@ func (c NotifierConfig) withDefaults() NotifierConfig {
 	}
 	if c.APIRoot == "" {
 		c.APIRoot = "/o2ims-infrastructureInventory/v1"
+	}
+	if c.Policy == nil {
+		c.Policy = callback.Default()
 	}
 	return c
 }
@@ -72,7 +79,7 @@ type Notifier struct {
 	runCtx  context.Context // Run's, once delivering
 
 	delivered, failed, filtered *prometheus.CounterVec
-	retried                     *prometheus.CounterVec
+	retried, refused            *prometheus.CounterVec
 	latency                     prometheus.Histogram
 	depthDesc, ageDesc          *prometheus.Desc
 }
@@ -88,6 +95,9 @@ type subscriber struct {
 	// filter): its progress, persisted in its ConfigMap when its queue is empty and told moved.
 	told  map[string]Change
 	dirty bool
+	// refused is why the policy refused the last attempt ("": it did not), so a refusal is logged when
+	// it starts and ends, not at every retry.
+	refused callback.Reason
 }
 
 type note struct {
@@ -107,19 +117,19 @@ func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore,
 	cfg = cfg.withDefaults()
 	n := &Notifier{
 		cfg: cfg, view: view, store: store, managers: managers, log: log,
-		client: &http.Client{
-			Timeout: cfg.Timeout,
-			// A redirect is not a delivery: the callback the SMO registered is the only one POSTed to.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		subs:  map[string]*subscriber{},
-		state: map[string]Change{},
+		// Every connection through the policy; a redirect is not a delivery: the callback the SMO
+		// registered is the only one POSTed to.
+		client: cfg.Policy.Client(cfg.Timeout),
+		subs:   map[string]*subscriber{},
+		state:  map[string]Change{},
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_delivered_total",
 			Help: "Inventory change notifications the callback accepted (2xx), per subscription."}, []string{"subscription"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_failed_total",
 			Help: "Notification POSTs that failed (timeout, transport, non-2xx, redirect), per subscription."}, []string{"subscription"}),
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_retried_total",
 			Help: "Notification POSTs that were retries of a failed one, per subscription."}, []string{"subscription"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_refused_total",
+			Help: "Notification POSTs (counted as failed, and retried) that the callback policy refused to connect, per reason."}, []string{"reason"}),
 		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_filtered_total",
 			Help: "Changes a subscription's filter left out, per subscription."}, []string{"subscription"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "o2ims_inventory_notification_latency_seconds",
@@ -129,7 +139,10 @@ func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore,
 		ageDesc:   prometheus.NewDesc("o2ims_inventory_notification_oldest_undelivered_seconds", "Age of the oldest undelivered notification per subscription (0: none).", []string{"subscription"}, nil),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{n.delivered, n.failed, n.retried, n.filtered, n.latency, n} {
+		for _, r := range callback.Reasons {
+			n.refused.WithLabelValues(string(r))
+		}
+		for _, c := range []prometheus.Collector{n.delivered, n.failed, n.retried, n.refused, n.filtered, n.latency, n} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -467,6 +480,7 @@ func (n *Notifier) deliver(ctx context.Context, s *subscriber) {
 				n.retried.WithLabelValues(id).Inc()
 			}
 			err := n.post(ctx, s.sub.Callback, body)
+			n.noteRefusal(s, err)
 			if err == nil {
 				n.delivered.WithLabelValues(id).Inc()
 				n.latency.Observe(time.Since(p.at).Seconds())
@@ -492,6 +506,29 @@ func (n *Notifier) deliver(ctx context.Context, s *subscriber) {
 		}
 		s.dirty = true
 		n.mu.Unlock()
+	}
+}
+
+// noteRefusal counts a delivery the callback policy refused and logs when a subscription's refusals
+// start (with why) and end. The reference's Subscription has no member for a delivery status, so the
+// log and o2ims_inventory_notifications_refused_total are where it shows.
+func (n *Notifier) noteRefusal(s *subscriber, err error) {
+	var reason callback.Reason
+	re := callback.Refusal(err)
+	if re != nil {
+		reason = re.Reason
+		n.refused.WithLabelValues(string(reason)).Inc()
+	}
+	n.mu.Lock()
+	was := s.refused
+	s.refused = reason
+	n.mu.Unlock()
+	switch {
+	case re != nil && was != reason:
+		n.log.Warn("the callback policy refuses this subscription's callback; retrying with backoff",
+			zap.String("subscription", s.sub.SubscriptionID), zap.String("reason", string(reason)), zap.Error(re))
+	case re == nil && was != "":
+		n.log.Info("the callback policy no longer refuses this subscription's callback", zap.String("subscription", s.sub.SubscriptionID))
 	}
 }
 

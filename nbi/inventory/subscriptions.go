@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -113,6 +114,8 @@ type SubscriptionStore struct {
 	namespace string
 	// max bounds how many are stored (0: no bound).
 	max int
+	// policy decides which callbacks may be stored (nil: callback.Default()).
+	policy *callback.Policy
 	// baseline is what a new subscription has "been told" at creation: stored with it, so every change
 	// after the 201 is a difference from it — even one made before any notifier (on whichever replica
 	// leads, after however many restarts) has picked the subscription up.
@@ -146,6 +149,13 @@ func (st *SubscriptionStore) WithMax(max int) *SubscriptionStore {
 	return st
 }
 
+// WithPolicy checks each new subscription's callback against policy (the notifier's, which checks
+// again at every connection): one refused is an InvalidError saying why.
+func (st *SubscriptionStore) WithPolicy(policy *callback.Policy) *SubscriptionStore {
+	st.policy = policy
+	return st
+}
+
 // stored is the persisted form of what a subscriber has been told.
 func stored(told map[string]Change) map[string]storedObject {
 	objs := make(map[string]storedObject, len(told))
@@ -165,6 +175,13 @@ func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *Subscrip
 func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscription, error) {
 	if err := s.Validate(); err != nil {
 		return Subscription{}, err
+	}
+	policy := st.policy
+	if policy == nil {
+		policy = callback.Default()
+	}
+	if err := policy.CheckURL(ctx, s.Callback); err != nil {
+		return Subscription{}, &InvalidError{err.Error()}
 	}
 	if st.max > 0 {
 		existing, err := st.List(ctx)

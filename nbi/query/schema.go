@@ -72,50 +72,26 @@ func Object(name string, attrs map[string]Attr) *Schema {
 // Name is the type's name as error messages give it.
 func (s *Schema) Name() string { return s.name }
 
-// Selectable reports whether path is an attribute an attribute selector may leave out — an optional
-// complex attribute, or one inside a free-form object — and returns the path of the outermost
-// free-form object it is in or is (root), and what lies below it. SOL013 lets selectors drop only
-// complex attributes of cardinality 0..N; everything else stays in every answer, which keeps every
-// answer valid against its reference.
-func (s *Schema) Selectable(path []string) (root, below []string, ok bool) {
-	node := s.root
-	for i, seg := range path {
-		if node.kind == ObjectAttr && node.children == nil {
-			return path[:i], path[i:], true
-		}
-		child, found := node.children[seg]
-		if !found {
-			return nil, nil, false
-		}
-		node = child
-	}
-	if node.kind == ObjectAttr && node.children == nil {
-		return path, []string{}, true
-	}
-	return nil, nil, false
-}
-
-// FreeformRoots lists the paths of the free-form objects of the schema, and whether each is optional.
-func (s *Schema) FreeformRoots() (paths [][]string, optional []bool) {
-	var walk func(n *attrNode, at []string, opt bool)
-	walk = func(n *attrNode, at []string, opt bool) {
-		if n.kind == ObjectAttr && n.children == nil {
-			paths = append(paths, slices.Clone(at))
-			optional = append(optional, opt)
-			return
-		}
-		keys := make([]string, 0, len(n.children))
-		for k := range n.children {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			walk(n.children[k], append(at, k), opt || n.children[k].optional)
-		}
-	}
-	walk(s.root, nil, false)
-	return paths, optional
-}
-
 // JoinPath renders an attribute path as callers write it.
 func JoinPath(path []string) string { return strings.Join(path, "/") }
+
+// Node is one attribute of a Schema, for walking an answer along it. The zero Node is an attribute
+// inside a free-form object (or one the schema does not declare): optional, anything below it.
+type Node struct{ n *attrNode }
+
+// Root is the type itself.
+func (s *Schema) Root() Node { return Node{s.root} }
+
+// Member is the attribute name of n (the zero Node when n is free-form or declares no such member).
+func (n Node) Member(name string) Node {
+	if n.n == nil {
+		return Node{}
+	}
+	return Node{n.n.children[name]}
+}
+
+// Required reports whether the reference requires the attribute wherever its parent is present.
+func (n Node) Required() bool { return n.n != nil && !n.n.optional }
+
+// HasMembers reports whether the attribute is an object with declared members.
+func (n Node) HasMembers() bool { return n.n != nil && n.n.kind == ObjectAttr && n.n.children != nil }

@@ -75,6 +75,9 @@ func (s *Stack) StartOperatorWith(ctx context.Context, extraEnv map[string]strin
 		env["NETBOX_URL"] = s.NetBoxURL
 		env["NETBOX_ALLOW_HTTP"] = "true"
 		env["NETBOX_TOKEN_FILE"] = filepath.Join(s.Dir, "netbox-token")
+		// The tests' SMO receivers listen on loopback, which the callback policy refuses by default; the
+		// operator's own listeners and the API server stay refused (their exact endpoints).
+		env["CALLBACK_ALLOW_CIDRS"] = "127.0.0.0/8"
 	}
 	for k, v := range s.opts.Env {
 		env[k] = v
