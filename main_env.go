@@ -64,9 +64,13 @@ var environment = []envGroup{
 		{[]string{"OCLOUD_SERVICE_URI"}, "the caller's scheme and Host", "`serviceUri`: the apiRoot SMOs reach (`http://` or `https://`)"},
 		{[]string{"INVENTORY_REFRESH_INTERVAL", "INVENTORY_RESYNC_INTERVAL"}, "`10`, `600`", "seconds between changes-only listings of NetBox, and between full ones (the only way a deletion in NetBox is seen)"},
 		{[]string{"INVENTORY_MAX_SUBSCRIPTIONS"}, "`100`", "subscriptions kept; one more is a 409"},
+		{[]string{"CALLBACK_DENY_PRIVATE"}, "`false`", "`true`: subscription callbacks may not reach private ranges either (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) — see [callbacks](#callbacks-that-cannot-reach-inside)"},
+		{[]string{"CALLBACK_ALLOW_CIDRS", "CALLBACK_DENY_CIDRS"}, "—", "comma-separated CIDRs that callbacks may / may not reach, overriding the address classes both ways (longest prefix wins, deny wins a tie; never lifts the API server's or the operator's own endpoints)"},
+		{[]string{"CALLBACK_CA_FILE"}, "system roots", "PEM bundle trusted, besides the system's roots, for `https` callbacks (the SMO's private CA)"},
 	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory subscriptions)"},
+		{[]string{"POD_IP"}, "—", "the pod's IP (downward API `status.podIP`): callbacks may not reach it, on any port"},
 		{[]string{"GOMEMLIMIT"}, "90% of the container's memory limit", "Go's soft memory limit; set it to override what is derived from the cgroup limit"},
 	}},
 }
