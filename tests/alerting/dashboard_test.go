@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
@@ -211,14 +213,32 @@ func TestDashboardReadsOnlyMetricsTheOperatorExports(t *testing.T) {
 	op, err := st.StartOperator(ctx, map[string]string{"INVENTORY_REFRESH_INTERVAL": "1"})
 	require.NoError(t, err)
 
-	// A subscription: the notifier's per-subscription series exist from then on.
-	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	// The traffic that creates the labelled series: two subscriptions, one whose callback refuses the
+	// first notification (failed, retried, then delivered) and one whose filter leaves the change out
+	// (filtered); a change in NetBox (a new pool device, seen by the 1 s refresh); a request (handler runs).
+	var calls atomic.Int32
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
 	t.Cleanup(callback.Close)
-	resp, err := http.Post(op.NBIURL+"/o2ims-infrastructureInventory/v1/subscriptions", "application/json",
-		strings.NewReader(fmt.Sprintf(`{"callback": %q}`, callback.URL)))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	for _, body := range []string{
+		fmt.Sprintf(`{"callback": %q}`, callback.URL),
+		fmt.Sprintf(`{"callback": %q, "filter": "(eq,postObjectState/extensions/status,offline)"}`, callback.URL),
+	} {
+		resp, err := http.Post(op.NBIURL+"/o2ims-infrastructureInventory/v1/subscriptions", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusCreated, resp.StatusCode, body)
+	}
+	st.NetBox.AddDevice(netboxsim.Device{Name: "server-new", Status: "staged", Site: "edge-lab", Custom: map[string]any{
+		"o2ims_managed": true, "o2ims_bmc_address": "redfish-virtualmedia+https://10.20.0.200/redfish/v1/Systems/1",
+		"o2ims_boot_mac": "52:54:00:cc:00:01", "cpu_cores": 8, "rack": "r9",
+	}})
+	submit(t, op.NBIURL, "dashboard", "nephio-workload-cluster", map[string]any{"clusterName": "edge-dashboard"})
 
 	var missing []string
 	deadline := time.Now().Add(60 * time.Second)
