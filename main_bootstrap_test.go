@@ -38,7 +38,9 @@ func runBootstrap(t *testing.T, getenv func(string) string) (int, string, string
 
 func startSim(t *testing.T, opts netboxsim.Options) (*netboxsim.Server, string) {
 	t.Helper()
-	opts.Tokens = []string{bootstrapToken}
+	if opts.Tokens == nil {
+		opts.Tokens = []string{bootstrapToken}
+	}
 	sim := netboxsim.New(opts)
 	ts := sim.Start()
 	t.Cleanup(sim.Close)
@@ -92,6 +94,11 @@ func TestNetboxBootstrapFailuresExitOneWithTheReason(t *testing.T) {
 			opts:    netboxsim.Options{Version: "4.5.2"},
 			stderr:  "NetBox 4.5.2 is older than 4.6.0",
 			stdout:  []string{"netbox version 4.5.2 at "},
+			noPosts: true,
+		},
+		"refused token": {
+			opts:    netboxsim.Options{Tokens: []string{"someone-elses-token"}},
+			stderr:  `forbidden (HTTP 403): NetBox says "Invalid v1 token"; check the token in NETBOX_TOKEN_FILE`,
 			noPosts: true,
 		},
 		"read-only token": {

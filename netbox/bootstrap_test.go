@@ -60,6 +60,7 @@ func TestBootstrapCreatesTheFieldsOnceThenFindsThem(t *testing.T) {
 		assert.Equal(t, "exact", byName[name]["filter_logic"].(map[string]any)["value"], name)
 		assert.Equal(t, []any{"dcim.device"}, byName[name]["object_types"], name)
 		assert.Equal(t, false, byName[name]["required"], name)
+		assert.NotEmpty(t, byName[name]["description"], name)
 	}
 
 	// A probe changed no device: the one PATCH went to a device that does not exist.

@@ -130,7 +130,7 @@ func (s *Server) renderFieldLocked(f *field, base string) map[string]any {
 		"name":                  f.Name,
 		"label":                 f.Label,
 		"group_name":            "",
-		"description":           "",
+		"description":           f.Description,
 		"required":              f.Required,
 		"unique":                false,
 		"search_weight":         1000,
@@ -249,6 +249,12 @@ func customFieldFromRequest(obj map[string]any) (CustomField, map[string][]strin
 			problems["label"] = []string{"Ensure this field has no more than 50 characters."}
 		}
 		cf.Label = label
+	}
+	if desc, ok := str("description", false); ok {
+		if len(desc) > 200 {
+			problems["description"] = []string{"Ensure this field has no more than 200 characters."}
+		}
+		cf.Description = desc
 	}
 	if v, present := obj["required"]; present {
 		b, ok := v.(bool)

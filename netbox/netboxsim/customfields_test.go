@@ -22,6 +22,7 @@ func TestGoNetboxCreatesACustomField(t *testing.T) {
 	req.SetType(nb.PATCHEDWRITABLECUSTOMFIELDREQUESTTYPE_TEXT)
 	req.SetLabel("O2IMS request UID")
 	req.SetFilterLogic(nb.PATCHEDWRITABLECUSTOMFIELDREQUESTFILTERLOGIC_EXACT)
+	req.SetDescription("owner")
 	req.SetRequired(false)
 	created, resp, err := c.ExtrasAPI.ExtrasCustomFieldsCreate(ctx).WritableCustomFieldRequest(*req).Execute()
 	require.NoError(t, err)
@@ -31,6 +32,7 @@ func TestGoNetboxCreatesACustomField(t *testing.T) {
 	assert.Equal(t, nb.CUSTOMFIELDFILTERLOGICVALUE_EXACT, *created.FilterLogic.Value)
 	assert.Equal(t, []string{"dcim.device"}, created.ObjectTypes)
 	assert.Equal(t, "O2IMS request UID", created.GetLabel())
+	assert.Equal(t, "owner", created.GetDescription())
 	assert.Positive(t, created.Id)
 	assert.Equal(t, 1, s.Calls(http.MethodPost, netboxsim.RouteCustomFields))
 
