@@ -135,7 +135,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command)")
+				fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command;\n       o2ims-operator netbox bootstrap, to prepare NetBox: see netbox --help)")
 				fs.SetOutput(out)
 				fs.PrintDefaults()
 				printEnvironment(out)
@@ -211,6 +211,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "o2ims-operator: "+format+"\n", a...)
 		return 1
+	}
+	if len(args) > 0 && args[0] == "netbox" { // main_bootstrap.go
+		return runNetbox(ctx, args[1:], getenv, stdout, stderr)
 	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {

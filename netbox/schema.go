@@ -35,6 +35,40 @@ func (f fieldInfo) onDevice() bool {
 	return false
 }
 
+// fixedField is what the operator needs of one of its four fixed fields: checkSchema holds NetBox to
+// it, and Bootstrap creates a missing field from it (types[0], with filterLogic, or exact when any
+// is accepted).
+type fixedField struct {
+	role, name, label, description string
+	types                          []string // accepted types; the first is the one created
+	filterLogic                    string   // "exact": must be exact; "enabled": anything but disabled; "": any
+}
+
+func fixedFields(n FieldNames) []fixedField {
+	return []fixedField{
+		{"pool", n.Managed, "O2IMS managed", "o2ims-operator may claim this device (only true counts)", []string{"boolean"}, "enabled"},
+		// A loose text filter has no __empty lookup in NetBox: the owner filter needs exact.
+		{"owner", n.RequestUID, "O2IMS request UID", "uid of the ProvisioningRequest holding this device (empty: free)", []string{"text"}, "exact"},
+		{"BMC address", n.BMCAddress, "O2IMS BMC address", "Metal3 BMC address of this device", []string{"text", "url"}, ""},
+		{"boot MAC", n.BootMAC, "O2IMS boot MAC", "MAC address of the boot NIC", []string{"text"}, ""},
+	}
+}
+
+// problem says what is wrong with f (ok: it exists) for the operator, "" when nothing is.
+func (spec fixedField) problem(f fieldInfo, ok bool) string {
+	switch {
+	case !ok || !f.onDevice():
+		return fmt.Sprintf("%s field %s does not exist on dcim.device", spec.role, spec.name)
+	case !slices.Contains(spec.types, f.typ):
+		return fmt.Sprintf("%s field %s has type %s, want %s", spec.role, spec.name, f.typ, strings.Join(spec.types, " or "))
+	case spec.filterLogic == "exact" && f.filterLogic != "exact":
+		return fmt.Sprintf("%s field %s has filter_logic %s, want exact", spec.role, spec.name, f.filterLogic)
+	case spec.filterLogic == "enabled" && f.filterLogic == "disabled":
+		return fmt.Sprintf("%s field %s has filter_logic disabled, so NetBox cannot filter on it", spec.role, spec.name)
+	}
+	return ""
+}
+
 // Selector keys may name capability fields of these types only.
 var selectorTypes = map[string]selector.Kind{
 	"text":    selector.KindString,
@@ -61,25 +95,12 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value)
 		return err
 	}
 	var problems []string
-	fixed := c.cfg.Fields
-	check := func(name, role string, types []string, filterLogic string) {
-		f, ok := fields[name]
-		switch {
-		case !ok || !f.onDevice():
-			problems = append(problems, fmt.Sprintf("%s field %s does not exist on dcim.device", role, name))
-		case !slices.Contains(types, f.typ):
-			problems = append(problems, fmt.Sprintf("%s field %s has type %s, want %s", role, name, f.typ, strings.Join(types, " or ")))
-		case filterLogic == "exact" && f.filterLogic != "exact":
-			problems = append(problems, fmt.Sprintf("%s field %s has filter_logic %s, want exact", role, name, f.filterLogic))
-		case filterLogic == "enabled" && f.filterLogic == "disabled":
-			problems = append(problems, fmt.Sprintf("%s field %s has filter_logic disabled, so NetBox cannot filter on it", role, name))
+	for _, spec := range fixedFields(c.cfg.Fields) {
+		f, ok := fields[spec.name]
+		if p := spec.problem(f, ok); p != "" {
+			problems = append(problems, p)
 		}
 	}
-	check(fixed.Managed, "pool", []string{"boolean"}, "enabled")
-	// A loose text filter has no __empty lookup in NetBox: the owner filter needs exact.
-	check(fixed.RequestUID, "owner", []string{"text"}, "exact")
-	check(fixed.BMCAddress, "BMC address", []string{"text", "url"}, "")
-	check(fixed.BootMAC, "boot MAC", []string{"text"}, "")
 
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		f, ok := fields[k]
@@ -103,8 +124,9 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value)
 	return nil
 }
 
-// listCustomFields reads every page of the custom fields on dcim.device.
-func (c *Client) listCustomFields(ctx context.Context) (map[string]fieldInfo, error) {
+// listCustomFields reads every page of the custom fields on dcim.device, or, given names, of the
+// fields of those names on any object type.
+func (c *Client) listCustomFields(ctx context.Context, names ...string) (map[string]fieldInfo, error) {
 	out := map[string]fieldInfo{}
 	offset := int32(0)
 	for page := 0; ; page++ {
@@ -112,7 +134,7 @@ func (c *Client) listCustomFields(ctx context.Context) (map[string]fieldInfo, er
 			c.metrics.apiError("protocol")
 			return nil, newError(KindProtocol, "schema", "custom field list does not end")
 		}
-		rows, next, err := c.customFieldPage(ctx, offset)
+		rows, next, err := c.customFieldPage(ctx, offset, names)
 		if err != nil {
 			return nil, err
 		}
@@ -129,10 +151,15 @@ func (c *Client) listCustomFields(ctx context.Context) (map[string]fieldInfo, er
 	}
 }
 
-func (c *Client) customFieldPage(ctx context.Context, offset int32) ([]fieldInfo, *string, error) {
+func (c *Client) customFieldPage(ctx context.Context, offset int32, names []string) ([]fieldInfo, *string, error) {
 	rctx := withRequestOptions(ctx, requestOptions{op: "list_custom_fields"})
-	res, resp, err := c.api.ExtrasAPI.ExtrasCustomFieldsList(rctx).
-		ObjectType(deviceObjectType).Limit(c.fieldPage).Offset(offset).Execute()
+	req := c.api.ExtrasAPI.ExtrasCustomFieldsList(rctx).Limit(c.fieldPage).Offset(offset)
+	if len(names) > 0 {
+		req = req.Name(names)
+	} else {
+		req = req.ObjectType(deviceObjectType)
+	}
+	res, resp, err := req.Execute()
 	if err == nil {
 		rows := make([]fieldInfo, 0, len(res.Results))
 		for _, f := range res.Results {

@@ -2,6 +2,7 @@ package netboxsim
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -129,7 +130,7 @@ func (s *Server) renderFieldLocked(f *field, base string) map[string]any {
 		"name":                  f.Name,
 		"label":                 f.Label,
 		"group_name":            "",
-		"description":           "",
+		"description":           f.Description,
 		"required":              f.Required,
 		"unique":                false,
 		"search_weight":         1000,
@@ -150,4 +151,163 @@ func (s *Server) renderFieldLocked(f *field, base string) map[string]any {
 		"created":               pyISO(f.created, "Z"),
 		"last_updated":          pyISO(f.created, "Z"),
 	}
+}
+
+// handleCustomFieldCreate is POST /api/extras/custom-fields/ as NetBox's CustomFieldSerializer takes
+// it: name, type and object_types required; label, description, required, filter_logic (default
+// loose) optional; other writable fields accepted and ignored here; unknown keys ignored, as DRF does.
+// A field error is a 400 keyed by the field, a list of messages; success is a 201 with the field as
+// GET renders it.
+func (s *Server) handleCustomFieldCreate(w http.ResponseWriter, r *http.Request) {
+	var body any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"detail": "JSON parse error - " + err.Error()}, "")
+		return
+	}
+	obj, ok := body.(map[string]any)
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"non_field_errors": []string{
+			fmt.Sprintf("Invalid data. Expected a dictionary, but got %s.", jsonTypeName(body))}}, "")
+		return
+	}
+	cf, problems := customFieldFromRequest(obj)
+	s.mu.Lock()
+	if _, dup := s.fields[cf.Name]; dup && problems["name"] == nil {
+		problems["name"] = []string{"custom field with this name already exists."}
+	}
+	if len(problems) > 0 {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusBadRequest, problems, "")
+		return
+	}
+	_, err := s.addFieldLocked(cf)
+	var out map[string]any
+	if err == nil {
+		out = s.renderFieldLocked(s.fields[cf.Name], baseURL(r))
+	}
+	s.mu.Unlock()
+	if err != nil { // customFieldFromRequest lets nothing through that addFieldLocked refuses
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"detail": err.Error()}, "")
+		return
+	}
+	writeJSON(w, http.StatusCreated, out, "")
+}
+
+// customFieldFromRequest validates a create body field by field, with DRF's and NetBox's messages.
+func customFieldFromRequest(obj map[string]any) (CustomField, map[string][]string) {
+	problems := map[string][]string{}
+	var cf CustomField
+	str := func(key string, required bool) (string, bool) {
+		v, present := obj[key]
+		switch {
+		case !present && required:
+			problems[key] = []string{"This field is required."}
+		case !present:
+		case v == nil:
+			problems[key] = []string{"This field may not be null."}
+		default:
+			s, ok := v.(string)
+			if !ok {
+				problems[key] = []string{"Not a valid string."}
+				return "", false
+			}
+			return s, true
+		}
+		return "", false
+	}
+	if name, ok := str("name", true); ok {
+		switch {
+		case name == "":
+			problems["name"] = []string{"This field may not be blank."}
+		case len(name) > 50:
+			problems["name"] = []string{"Ensure this field has no more than 50 characters."}
+		case strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "":
+			problems["name"] = []string{"Only alphanumeric characters and underscores are allowed."}
+		case strings.Contains(name, "__"):
+			problems["name"] = []string{"Double underscores are not permitted in custom field names."}
+		}
+		cf.Name = name
+	}
+	if typ, ok := str("type", true); ok {
+		if _, known := typeLabels[typ]; !known {
+			problems["type"] = []string{fmt.Sprintf("%q is not a valid choice.", typ)}
+		}
+		if typ == TypeSelect || typ == TypeMultiSelect || typ == "object" || typ == "multiobject" {
+			// Those need a choice set or a related object type, which the simulator does not model.
+			problems["type"] = []string{"netboxsim: creating " + typ + " fields over the API is not simulated"}
+		}
+		cf.Type = typ
+	}
+	if fl, ok := str("filter_logic", false); ok {
+		if _, known := filterLogicLabels[fl]; !known {
+			problems["filter_logic"] = []string{fmt.Sprintf("%q is not a valid choice.", fl)}
+		}
+		cf.FilterLogic = fl
+	}
+	if label, ok := str("label", false); ok {
+		if len(label) > 50 {
+			problems["label"] = []string{"Ensure this field has no more than 50 characters."}
+		}
+		cf.Label = label
+	}
+	if desc, ok := str("description", false); ok {
+		if len(desc) > 200 {
+			problems["description"] = []string{"Ensure this field has no more than 200 characters."}
+		}
+		cf.Description = desc
+	}
+	if v, present := obj["required"]; present {
+		b, ok := v.(bool)
+		if !ok {
+			problems["required"] = []string{"Must be a valid boolean."}
+		}
+		cf.Required = b
+	}
+	switch ots := obj["object_types"].(type) {
+	case nil:
+		problems["object_types"] = []string{"This field is required."}
+	case []any:
+		if len(ots) == 0 {
+			problems["object_types"] = []string{"This list may not be empty."}
+		}
+		for _, v := range ots {
+			s, _ := v.(string)
+			app, model, found := strings.Cut(s, ".")
+			if !found || app == "" || model == "" || strings.Contains(model, ".") {
+				problems["object_types"] = []string{"Invalid value. Specify a content type as '<app_label>.<model_name>'."}
+				break
+			}
+			if !knownObjectTypes[s] {
+				problems["object_types"] = []string{"Invalid content type: " + s}
+				break
+			}
+			cf.ObjectTypes = append(cf.ObjectTypes, s)
+		}
+	default:
+		problems["object_types"] = []string{fmt.Sprintf("Expected a list of items but got type %q.", jsonTypeName(ots))}
+	}
+	return cf, problems
+}
+
+// knownObjectTypes are the content types a custom field may be assigned to in the simulator (NetBox
+// has many more; these are the ones tests use).
+var knownObjectTypes = map[string]bool{
+	"dcim.device": true, "dcim.site": true, "dcim.devicetype": true, "dcim.rack": true,
+	"dcim.interface": true, "ipam.ipaddress": true, "virtualization.virtualmachine": true,
+}
+
+func jsonTypeName(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case map[string]any:
+		return "dict"
+	case string:
+		return "str"
+	case float64:
+		return "int"
+	case bool:
+		return "bool"
+	}
+	return "NoneType"
 }

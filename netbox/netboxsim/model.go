@@ -57,6 +57,7 @@ type CustomField struct {
 	Name        string   `json:"name"`
 	Type        string   `json:"type"`
 	Label       string   `json:"label,omitempty"`
+	Description string   `json:"description,omitempty"`
 	FilterLogic string   `json:"filter_logic,omitempty"`
 	ObjectTypes []string `json:"object_types,omitempty"`
 	// Choices are the allowed values of a select field (label = value).

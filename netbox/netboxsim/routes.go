@@ -37,7 +37,8 @@ func (s *Server) routes() *http.ServeMux {
 		return map[string]http.HandlerFunc{http.MethodGet: h}
 	}
 	handle("/api/status/{$}", RouteStatus, get(s.handleStatus))
-	handle("/api/extras/custom-fields/{$}", RouteCustomFields, get(s.handleCustomFields))
+	handle("/api/extras/custom-fields/{$}", RouteCustomFields, map[string]http.HandlerFunc{
+		http.MethodGet: s.handleCustomFields, http.MethodPost: s.handleCustomFieldCreate})
 	handle("/api/dcim/devices/{$}", RouteDevices, get(s.handleDeviceList))
 	handle("/api/dcim/devices/{id}/{$}", RouteDevice, map[string]http.HandlerFunc{
 		http.MethodGet: s.handleDeviceGet, http.MethodPatch: s.handleDevicePatch})
@@ -120,6 +121,10 @@ func (s *Server) serve(route, method string, h http.HandlerFunc) http.Handler {
 
 		if status, detail := s.authenticate(r); status != 0 {
 			writeJSON(w, status, map[string]any{"detail": detail}, "")
+			return
+		}
+		if !s.permitted(r, route) {
+			writeJSON(w, http.StatusForbidden, map[string]any{"detail": "You do not have permission to perform this action."}, "")
 			return
 		}
 

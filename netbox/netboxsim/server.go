@@ -20,6 +20,12 @@ type Options struct {
 	Tokens []string
 	// AllowAnonymous serves requests without a token (LOGIN_REQUIRED=False).
 	AllowAnonymous bool
+	// Permissions restrict a token to the Django permissions listed ("dcim.view_device",
+	// "dcim.change_device", "extras.add_customfield"…); a token not in the map has them all (a
+	// superuser's). A request the token may not make is NetBox's 403 (TokenPermissions' perms_map).
+	Permissions map[string][]string
+	// ReadOnlyTokens are tokens with write_enabled off: every POST/PUT/PATCH/DELETE is a 403.
+	ReadOnlyTokens []string
 	// PageSize is PAGINATE_COUNT (default 50); MaxPageSize is MAX_PAGE_SIZE (default 1000).
 	PageSize, MaxPageSize int
 	// SelectAsObject renders select custom field values as {"value","label"} like NetBox 4.7.
