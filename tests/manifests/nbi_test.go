@@ -197,41 +197,9 @@ func TestNBIOverTLSWithAuthenticationAsRendered(t *testing.T) {
 	require.NoError(t, err)
 	args = append(args, "--kubeconfig="+kc)
 
-	logFile, err := os.Create(filepath.Join(dir, "operator.log"))
-	require.NoError(t, err)
-	defer logFile.Close()
-	cmd := exec.Command(binary, args...)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "exit after SIGTERM")
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Error("still running 10 s after SIGTERM")
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
-			t.Logf("operator log:\n%s", b)
-		}
-	}()
-	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	kubeapi.Eventually(t, 90*time.Second, func() bool {
-		resp, err := http.Get(health)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, "the operator never became ready")
+	p := startOperator(t, binary, env, args, filepath.Join(dir, "operator.log"))
+	defer p.stop(t)
+	p.waitReady(t, ports[1])
 
 	// Callers: the built-in roles, with ProvisioningRequests aggregated into them.
 	assert.Contains(t, aggregate(t, ctx, api, "view"), "o2ims-provisioningrequests-view")
@@ -306,3 +274,66 @@ func TestNBIOverTLSWithAuthenticationAsRendered(t *testing.T) {
 		assert.NotContains(t, string(b), "provisioningRequest")
 	}
 }
+
+// operator is the binary running as a rendered container would.
+type operator struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  string
+}
+
+func startOperator(t *testing.T, binary string, env map[string]string, args []string, logPath string) *operator {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(binary, args...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	p := &operator{cmd: cmd, done: make(chan error, 1), log: logPath}
+	go func() { p.done <- cmd.Wait(); logFile.Close() }()
+	return p
+}
+
+func (p *operator) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// waitReady waits until /readyz on the health port answers 200.
+func (p *operator) waitReady(t *testing.T, healthPort int) {
+	t.Helper()
+	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	kubeapi.Eventually(t, 90*time.Second, func() bool {
+		resp, err := http.Get(health)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "the operator never became ready:\n%s", lazyLog{p})
+}
+
+// stop sends SIGTERM and expects exit 0 within 10 s.
+func (p *operator) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		assert.NoError(t, err, "exit after SIGTERM")
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		t.Error("still running 10 s after SIGTERM")
+	}
+	if t.Failed() {
+		t.Logf("operator log:\n%s", p.logText())
+	}
+}
+
+type lazyLog struct{ p *operator }
+
+func (l lazyLog) String() string { return l.p.logText() }
