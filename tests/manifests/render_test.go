@@ -333,3 +333,58 @@ func TestNBILeavesLoopbackOnlyWithTLSAndAuthenticationInEitherOrder(t *testing.T
 		assert.Equal(t, c.host, envOf(container(t, deployment(t, objs)))["NBI_HOST"], "%v", c.components)
 	}
 }
+
+// The alerts' runbook links are set in one place, manifests/monitoring/runbook.yaml: in a copy of
+// manifests/ with another URL there, every alert of the rendered PrometheusRule links to that URL and its
+// own section, and the ConfigMap holding it is kustomize input only, never rendered.
+func TestRunbookURLIsSetInOnePlace(t *testing.T) {
+	src, err := kubeapi.RepoFile("manifests")
+	require.NoError(t, err)
+	dst := filepath.Join(t.TempDir(), "manifests")
+	require.NoError(t, filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
+	runbook := filepath.Join(dst, "monitoring", "runbook.yaml")
+	b, err := os.ReadFile(runbook)
+	require.NoError(t, err)
+	const shipped = "url: https://github.com/o2ims-operator/o2ims-operator/blob/main/docs/runbook.md\n"
+	require.Contains(t, string(b), shipped)
+	const ours = "https://wiki.example.org/o2ims/runbook"
+	require.NoError(t, os.WriteFile(runbook, []byte(strings.Replace(string(b), shipped, "url: "+ours+"\n", 1)), 0o644))
+
+	out, err := kubectl(t, "kustomize", filepath.Join(dst, "production"))
+	require.NoError(t, err, out)
+	objs := parse(t, out)
+	assert.NotContains(t, objs, "ConfigMap//o2ims-operator-runbook")
+	for k := range objs {
+		assert.NotContains(t, k, "runbook", "the runbook ConfigMap is rendered")
+	}
+	rule := objs["PrometheusRule/o2ims/o2ims-operator"]
+	require.NotNil(t, rule)
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	alerts := 0
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			alert, _, _ := unstructured.NestedString(r.(map[string]any), "alert")
+			if alert == "" {
+				continue
+			}
+			alerts++
+			url, _, _ := unstructured.NestedString(r.(map[string]any), "annotations", "runbook_url")
+			assert.Equal(t, ours+"#"+strings.ToLower(alert), url)
+		}
+	}
+	assert.Greater(t, alerts, 10)
+}
