@@ -337,3 +337,63 @@ func (p *operator) stop(t *testing.T) {
 type lazyLog struct{ p *operator }
 
 func (l lazyLog) String() string { return l.p.logText() }
+
+// The rendered base with NBI_HOST moved off loopback and no TLS: the operator refuses to start (one line,
+// exit 1); with NBI_INSECURE=true it starts, with a WARN line saying the NBI is served in clear.
+func TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	api := kubeapi.Shared(t)
+	binary := operatorBinary(t)
+	dir := t.TempDir()
+	site := filepath.Join(dir, "site")
+	require.NoError(t, kubeapi.WriteKustomization(site, true, "nbi-auth"))
+	out, err := kubectl(t, "apply", "-k", site)
+	require.NoError(t, err, out)
+	rendered, err := kubectl(t, "kustomize", site)
+	require.NoError(t, err, rendered)
+	dep := deployment(t, parse(t, rendered))
+	token, err := api.ServiceAccountToken(ctx, "o2ims", dep.Spec.Template.Spec.ServiceAccountName, "")
+	require.NoError(t, err)
+	tokenFile := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
+	kc, err := api.WriteKubeconfig(filepath.Join(dir, "operator.kubeconfig"), "", tokenFile)
+	require.NoError(t, err)
+	start := func(name string, extra map[string]string) (*operator, int) {
+		env := kubelet(t, ctx, api, dep.Spec.Template.Spec, dep.Namespace, filepath.Join(dir, name))
+		require.Equal(t, "127.0.0.1", env["NBI_HOST"], "nbi-auth alone keeps the NBI on loopback")
+		ports, err := kubeapi.FreePorts(2)
+		require.NoError(t, err)
+		env["NBI_PORT"] = strconv.Itoa(ports[0])
+		for k, v := range extra {
+			env[k] = v
+		}
+		args := []string{"--kubeconfig=" + kc, "--log-format=console"}
+		for _, a := range container(t, dep).Args {
+			args = append(args, strings.Replace(a, ":8080/", fmt.Sprintf(":%d/", ports[1]), 1))
+		}
+		return startOperator(t, binary, env, args, filepath.Join(dir, name+".log")), ports[1]
+	}
+
+	p, _ := start("refused", map[string]string{"NBI_HOST": "0.0.0.0"})
+	select {
+	case err := <-p.done:
+		require.Error(t, err)
+		assert.Equal(t, "o2ims-operator: NBI_HOST=\"0.0.0.0\" is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear\n", p.logText())
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		t.Fatalf("started with a non-loopback NBI and no TLS:\n%s", p.logText())
+	}
+
+	p, health := start("insecure", map[string]string{"NBI_HOST": "0.0.0.0", "NBI_INSECURE": "true"})
+	defer p.stop(t)
+	p.waitReady(t, health)
+	var warn string
+	for _, l := range strings.Split(p.logText(), "\n") {
+		if strings.Contains(l, "NBI_INSECURE=true") {
+			warn = l
+		}
+	}
+	assert.Contains(t, warn, "WARN")
+	assert.Contains(t, warn, "without TLS")
+}
