@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -204,6 +205,37 @@ func ignoredPythonSettings(getenv func(string) string) []string {
 	return out
 }
 
+// nbiExposure refuses a northbound API on a non-loopback address without TLS: callers' bearer tokens
+// (NBI_AUTH=kubernetes) and requests would cross the pod network in clear. NBI_INSECURE=true allows it
+// anyway; the answer says so, for a warning once the logger exists.
+func nbiExposure(cfg nbi.Config, insecure string) (bool, error) {
+	allow := false
+	switch strings.ToLower(strings.TrimSpace(insecure)) {
+	case "", "false":
+	case "true":
+		allow = true
+	default:
+		return false, fmt.Errorf("NBI_INSECURE=%q: want true or false", insecure)
+	}
+	if loopbackHost(cfg.Host) || cfg.TLSCertFile != "" {
+		return false, nil
+	}
+	if !allow {
+		return false, fmt.Errorf("NBI_HOST=%q is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear", cfg.Host)
+	}
+	return true, nil
+}
+
+// loopbackHost answers whether host only ever names this machine's loopback interface: "localhost" or a
+// loopback IP. Any other name may resolve elsewhere, and 0.0.0.0 or :: listen on every interface.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
 // run is the operator process; it returns the exit code. A command line it cannot take ends it with one
 // line on stderr and exit 2, a configuration error with one line and exit 1, before anything starts.
 // --help and --version answer on stdout.
@@ -242,6 +274,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fail("%v", err)
 	}
+	nbiInsecure, err := nbiExposure(nbiCfg, getenv("NBI_INSECURE"))
+	if err != nil {
+		return fail("%v", err)
+	}
 	nbCfg, nbOn, err := netbox.ConfigFromEnv(getenv)
 	if err != nil {
 		return fail("%v", err)
@@ -258,6 +294,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer func() { _ = log.Sync() }()
 	for _, w := range ignoredPythonSettings(getenv) {
 		log.Warn(w)
+	}
+	if nbiInsecure {
+		log.Warn("the northbound API listens on a non-loopback address without TLS (NBI_INSECURE=true): bearer tokens and requests cross the network in clear",
+			zap.String("NBI_HOST", nbiCfg.Host))
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi"
 )
 
 func TestFlagsAcceptThePythonImagesArguments(t *testing.T) {
@@ -118,4 +121,44 @@ func TestIgnoredPythonSettingsAreNamed(t *testing.T) {
 		assert.True(t, strings.HasPrefix(got[i], name+" is the Python image's"), got[i])
 	}
 	assert.Contains(t, got[2], "always verified")
+}
+
+// A northbound API on a non-loopback address without TLS stops the operator at start with one line,
+// unless NBI_INSECURE=true says it is meant (then it runs, with a warning).
+func TestNonLoopbackNBIWithoutTLSIsRefusedUnlessInsecure(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	for _, host := range []string{"0.0.0.0", "::", "10.1.2.3", "o2ims.example.com"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), nil, env(map[string]string{"NBI_HOST": host}), io.Discard, &stderr)
+		assert.Equal(t, 1, code, host)
+		assert.Equal(t, fmt.Sprintf("o2ims-operator: NBI_HOST=%q is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear\n", host),
+			stderr.String())
+	}
+	var stderr bytes.Buffer
+	code := run(context.Background(), nil, env(map[string]string{"NBI_HOST": "0.0.0.0", "NBI_INSECURE": "maybe"}), io.Discard, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "o2ims-operator: NBI_INSECURE=\"maybe\": want true or false\n", stderr.String())
+
+	for _, c := range []struct {
+		host, insecure, cert string
+		allowedInsecure      bool
+	}{
+		{"127.0.0.1", "", "", false},
+		{"localhost", "", "", false},
+		{"::1", "", "", false},
+		{"127.0.0.2", "false", "", false},
+		{"0.0.0.0", "", "/tls/tls.crt", false},
+		{"0.0.0.0", "true", "", true},
+		{"10.1.2.3", "TRUE", "", true},
+		{"0.0.0.0", "true", "/tls/tls.crt", false},
+	} {
+		cfg := nbi.DefaultConfig()
+		cfg.Host = c.host
+		if c.cert != "" {
+			cfg.TLSCertFile, cfg.TLSKeyFile = c.cert, "/tls/tls.key"
+		}
+		insecure, err := nbiExposure(cfg, c.insecure)
+		require.NoError(t, err, "%+v", c)
+		assert.Equal(t, c.allowedInsecure, insecure, "%+v", c)
+	}
 }

@@ -18,7 +18,7 @@ func remedy() framework.RemedyFunc {
 		case framework.RefusalAbsent:
 			switch gvr.Group {
 			case v1alpha1.Group:
-				return "apply manifests/ (its CRD is manifests/base/crd)"
+				return "apply manifests/ (its CRD is manifests/crd)"
 			case external.PorchGroup:
 				return "install Porch, which serves PackageVariants"
 			case external.Metal3Group:
@@ -28,17 +28,17 @@ func remedy() framework.RemedyFunc {
 			}
 			return "install the CustomResourceDefinition that serves it"
 		case framework.RefusalForbidden:
-			overlay, shipped := "manifests/", "default"
+			grant, shipped := "apply manifests/", "default"
 			switch gvr.Group {
 			case v1alpha1.Group:
 				return "apply manifests/ (the ClusterRole o2ims-operator grants it)"
 			case external.Metal3Group:
-				overlay, shipped = "manifests/inventory", "metal3"
+				grant, shipped = "apply with the manifests/inventory component", "metal3"
 			}
 			if namespace != shipped {
-				return fmt.Sprintf("apply %s with its Role's namespace set to %q (it is shipped for %q)", overlay, namespace, shipped)
+				return fmt.Sprintf("%s, its Role's namespace set to %q (it is shipped for %q)", grant, namespace, shipped)
 			}
-			return "apply " + overlay
+			return grant
 		}
 		return "check the service account token (or --kubeconfig) the operator runs with"
 	}

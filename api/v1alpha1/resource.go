@@ -1,4 +1,4 @@
-// Package v1alpha1 is the ProvisioningRequest resource as the CRD (manifests/base/crd) defines it: where it
+// Package v1alpha1 is the ProvisioningRequest resource as the CRD (manifests/crd) defines it: where it
 // lives, its provisioning states, and the names of its spec and status fields, with accessors that read them
 // from an unstructured object and build the status the chain writes. The chain writes through it and the NBI
 // reads through it, so the two agree by construction, not because two string literals match.

@@ -20,7 +20,7 @@ import (
 // Shipped files, relative to the repository root.
 const (
 	RulesFile          = "manifests/monitoring/o2ims-operator.rules.yaml"
-	PrometheusRuleFile = "manifests/monitoring/prometheusrule.yaml"
+	PrometheusRuleFile = "manifests/monitoring/objects/prometheusrule.yaml"
 	RunbookFile        = "docs/runbook.md"
 	unitTestFile       = "tests/alerting/testdata/o2ims-operator.rules.test.yaml"
 )
@@ -81,9 +81,10 @@ func LoadRules() (RuleFile, error) {
 }
 
 // prometheusRuleHeader is what the PrometheusRule adds around the plain file's groups.
-const prometheusRuleHeader = `# Generated from o2ims-operator.rules.yaml (the source of truth) by tests/alerting:
+const prometheusRuleHeader = `# Generated from ../o2ims-operator.rules.yaml (the source of truth) by tests/alerting:
 #   O2IMS_UPDATE_RULES=1 go test -run TestPrometheusRuleIsThePlainRuleFile ./tests/alerting/
-# For the Prometheus Operator: its ruleSelector must match these labels (or adapt them).
+# For the Prometheus Operator: its ruleSelector must match these labels (README, "Alerts": with
+# kube-prometheus-stack, add its release label).
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:

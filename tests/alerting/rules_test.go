@@ -83,9 +83,9 @@ func TestPrometheusRuleIsThePlainRuleFile(t *testing.T) {
 	assert.Equal(t, "PrometheusRule", pr.Kind)
 	assert.Equal(t, "o2ims", pr.Metadata.Namespace)
 	assert.Equal(t, rules, pr.Spec)
-	kust, err := os.ReadFile(repoFile(t, "manifests/monitoring/kustomization.yaml"))
+	kust, err := os.ReadFile(filepath.Join(filepath.Dir(repoFile(t, PrometheusRuleFile)), "kustomization.yaml"))
 	require.NoError(t, err)
-	assert.Contains(t, string(kust), "- "+filepath.Base(PrometheusRuleFile), "the monitoring overlay applies the PrometheusRule")
+	assert.Contains(t, string(kust), "- "+filepath.Base(PrometheusRuleFile), "the monitoring component applies the PrometheusRule")
 }
 
 // Every alert has a severity, a summary and description, and a runbook_url pointing at its own section
@@ -199,13 +199,15 @@ func usedMetrics(f RuleFile) map[string]bool {
 	return out
 }
 
-// The monitoring overlay renders with the real kubectl (kustomize): the base, the ServiceMonitor and the
-// PrometheusRule, whose groups are the plain file's.
-func TestMonitoringOverlayRendersThePrometheusRule(t *testing.T) {
+// The monitoring component stacked on the base renders with the real kubectl (kustomize): the base, the
+// ServiceMonitor and the PrometheusRule, whose groups are the plain file's.
+func TestMonitoringComponentRendersThePrometheusRule(t *testing.T) {
 	assets, err := kubeapi.Assets()
 	require.NoError(t, err)
-	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", repoFile(t, "manifests/monitoring")).CombinedOutput()
-	require.NoError(t, err, "kubectl kustomize manifests/monitoring:\n%s", out)
+	dir := t.TempDir()
+	require.NoError(t, kubeapi.WriteKustomization(dir, true, "monitoring"))
+	out, err := exec.Command(filepath.Join(assets, "kubectl"), "kustomize", dir).CombinedOutput()
+	require.NoError(t, err, "kubectl kustomize with the monitoring component:\n%s", out)
 	var rule *RuleFile
 	kinds := map[string]bool{}
 	for _, doc := range strings.Split(string(out), "\n---\n") {

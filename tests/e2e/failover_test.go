@@ -26,7 +26,7 @@ const (
 	retryPeriod   = 2 * time.Second
 )
 
-// Two replicas with --leader-elect as the manifests/ha overlay runs them: both ready and serving the NBI
+// Two replicas with --leader-elect as the manifests/ha component runs them: both ready and serving the NBI
 // from their own caches, only one handling. SIGKILL the leader under NBI load spread over both (as a
 // Service spreads connections): no read the survivor answers fails and its answers stay current, the
 // reads the dead replica cannot answer are answered by the survivor when sent there, the survivor leads
@@ -129,13 +129,14 @@ func nbiWritesOnAStandby(t *testing.T, standby *stack.Operator) {
 	}, "the request deleted through the standby never went away")
 }
 
-// manifests/ha renders with the real kubectl and the API server accepts it (server-side dry run): two
-// leader-elected replicas rolled without a gap, spread over nodes, a PodDisruptionBudget keeping one,
-// and the NBI Service over both, listening on the pod network with authentication.
-func TestHAOverlayRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T) {
+// The ha component, stacked with nbi-auth and nbi-tls as production stacks them, renders with the real
+// kubectl and the API server accepts it (server-side dry run): two leader-elected replicas rolled without
+// a gap, spread over nodes, a PodDisruptionBudget keeping one, and the NBI Service over both, listening on
+// the pod network with authentication and TLS.
+func TestHAComponentRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T) {
 	ctx := context.Background()
-	dir, err := kubeapi.RepoFile("manifests/ha")
-	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, kubeapi.WriteKustomization(dir, true, "nbi-auth", "nbi-tls", "ha"))
 	rendered, err := st.KubectlRun(ctx, "kustomize", dir)
 	require.NoError(t, err, rendered)
 	objs := map[string]map[string]any{}
@@ -167,6 +168,7 @@ func TestHAOverlayRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T) 
 	}
 	assert.Equal(t, "0.0.0.0", env["NBI_HOST"], "the Service cannot reach a loopback NBI")
 	assert.Equal(t, "kubernetes", env["NBI_AUTH"], "an NBI on the pod network must authenticate")
+	assert.NotEmpty(t, env["NBI_TLS_CERT_FILE"], "an NBI on the pod network must serve TLS")
 	anti, _, _ := unstructured.NestedSlice(dep, "spec", "template", "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
 	assert.NotEmpty(t, anti, "replicas not spread over nodes")
 
@@ -190,5 +192,5 @@ func TestHAOverlayRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T) 
 	}
 
 	out, err := st.KubectlRun(ctx, "apply", "--dry-run=server", "-k", dir)
-	require.NoError(t, err, "the API server refuses manifests/ha:\n%s", out)
+	require.NoError(t, err, "the API server refuses the ha component:\n%s", out)
 }

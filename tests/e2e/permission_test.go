@@ -67,14 +67,14 @@ func bindBaseRolesOnly(t *testing.T, sa string) string {
 
 // With the base manifests' roles only and NETBOX_URL set, the BareMetalHost watch is refused (403): the
 // operator says so within 60 s in one log line naming the resource and what grants it, /readyz says the
-// same, and it stays up not ready (liveness 200) rather than exiting — applying manifests/inventory
+// same, and it stays up not ready (liveness 200) rather than exiting — applying the inventory component
 // mends it without a restart. It used to stay up silently, with client-go's reflector errors only.
 func TestBaseRolesOnlyWithNetBoxSayWhatIsMissingAndStayNotReady(t *testing.T) {
 	token := bindBaseRolesOnly(t, "o2ims-operator-base")
 	started := time.Now()
 	p := launch(t, launchOptions{Name: "base-rbac", Token: token})
 	want := []string{`cannot watch baremetalhosts.v1alpha1.metal3.io in namespace "metal3": permission denied (403: `,
-		`system:serviceaccount:o2ims:o2ims-operator-base`, "; apply manifests/inventory"}
+		`system:serviceaccount:o2ims:o2ims-operator-base`, "; apply with the manifests/inventory component"}
 	eventually(t, 60*time.Second, func() bool { return len(linesWith(p.log(), want...)) > 0 },
 		"no line named the refused watch and its remedy within 60 s:\n%s", lazy(p.log))
 	t.Logf("reported %s after start: %s", time.Since(started).Round(100*time.Millisecond), linesWith(p.log(), want...)[0])

@@ -22,7 +22,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // CRD files the product ships (manifests/) and the upstream ones it works with (testdata/reference/crds,
 // byte-for-byte copies listed with their sources in testdata/reference/SOURCES.md).
 const (
-	ProvisioningRequestCRD = "manifests/base/crd/o2ims.provisioning.oran.org_provisioningrequests.yaml"
+	ProvisioningRequestCRD = "manifests/crd/o2ims.provisioning.oran.org_provisioningrequests.yaml"
 	PackageVariantCRD      = "config.porch.kpt.dev_packagevariants.yaml"
 	ClusterCRD             = "cluster.x-k8s.io_clusters.yaml"
 	ClusterV1beta1OnlyCRD  = "clusters-v1beta1-only.yaml"

@@ -25,7 +25,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
-// Namespaces and names of the shipped manifests (manifests/inventory).
+// Namespaces and names of the shipped manifests (manifests/base and the inventory component).
 const (
 	OperatorNamespace    = "o2ims"
 	ServiceAccount       = "o2ims-operator"
@@ -126,9 +126,20 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := s.API.InstallCRDs(ctx, crds...); err != nil {
 		return nil, err
 	}
-	s.progress("applying the shipped manifests: kubectl apply -k manifests/inventory")
-	if err := s.ApplyManifests(ctx, "manifests/inventory"); err != nil {
+	// The administrator's part (README, "Deploying"): the namespaces the operator works in but does not own.
+	s.progress("creating the namespaces %s and %s, as the administrator does", Metal3Namespace, CredentialsNamespace)
+	for _, ns := range []string{Metal3Namespace, CredentialsNamespace} {
+		if err := s.API.EnsureNamespace(ctx, ns); err != nil {
+			return nil, err
+		}
+	}
+	s.progress("applying the shipped manifests: kubectl apply -k of manifests/crd, manifests/base and the inventory component")
+	site := filepath.Join(s.Dir, "site")
+	if err := kubeapi.WriteKustomization(site, true, "inventory"); err != nil {
 		return nil, err
+	}
+	if out, err := s.KubectlRun(ctx, "apply", "-k", site); err != nil {
+		return nil, fmt.Errorf("kubectl apply -k %s: %w\n%s", site, err, out)
 	}
 	crd, err := kubeapi.RepoFile(kubeapi.ProvisioningRequestCRD)
 	if err != nil {
