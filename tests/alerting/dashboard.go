@@ -15,7 +15,7 @@ import (
 // ConfigMap (for Grafana's dashboard sidecar) embeds it byte for byte.
 const (
 	DashboardFile          = "manifests/monitoring/dashboard.json"
-	DashboardConfigMapFile = "manifests/monitoring/dashboard-configmap.yaml"
+	DashboardConfigMapFile = "manifests/monitoring/objects/dashboard-configmap.yaml"
 	dashboardConfigMapKey  = "o2ims-operator.json"
 )
 

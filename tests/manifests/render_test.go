@@ -56,7 +56,7 @@ var parts = map[string]part{
 		objects: []string{"PodDisruptionBudget/o2ims/o2ims-operator"},
 	},
 	"monitoring": {
-		objects: []string{"ServiceMonitor/o2ims/o2ims-operator", "PrometheusRule/o2ims/o2ims-operator"},
+		objects: []string{"ServiceMonitor/o2ims/o2ims-operator", "PrometheusRule/o2ims/o2ims-operator", "ConfigMap/o2ims/o2ims-operator-dashboard"},
 	},
 }
 
