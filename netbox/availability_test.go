@@ -138,7 +138,9 @@ func TestAConfigurationErrorFoundAfterAnOutageAtStartDegradesAndMendsWithoutARes
 	assert.Zero(t, e.usable())
 	up, _ := e.up()
 	assert.Equal(t, 1.0, up, "NetBox answers")
-	errorLines := func() int { return len(e.logs.FilterLevelExact(zapcore.ErrorLevel).FilterMessageSnippet("cannot be used").All()) }
+	errorLines := func() int {
+		return len(e.logs.FilterLevelExact(zapcore.ErrorLevel).FilterMessageSnippet("cannot be used").All())
+	}
 	// The state changes just before its error line is written: wait for the line, then count it.
 	require.Eventually(t, func() bool { return errorLines() > 0 }, 10*time.Second, 10*time.Millisecond, "never logged as an error")
 	require.Equal(t, 1, errorLines(), "logged once as an error, not at every recheck")
