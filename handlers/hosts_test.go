@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,18 +266,60 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	assert.True(t, found, "quarantine counted by reason")
 }
 
-func TestRefusedBMCCredentialsShowInTheRequestsProgress(t *testing.T) {
+// Metal3 reports a registration error (the BMC refuses the credentials) on a claimed host: the host is
+// quarantined like one without credentials — our BareMetalHost and BMC Secret removed with their
+// checkpoint, the device failed in NetBox with the reason, its record kept — and another one is claimed.
+func TestRefusedBMCCredentialsQuarantineTheHostAndAnotherIsClaimed(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "refused")
-	inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
-	startChain(t, srv, "refused", inv.namespaces, nil, inv.client)
-	createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
+	refused := inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
+	startChain(t, srv, "refused", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+	pr := createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 256}})))
-	eventually(t, 30*time.Second, func() bool {
-		u, _ := getPR(t, srv, "refused-1")
-		return contains(v1alpha1.StatusOf(u).Message, "registration error: Failed to get power state")
-	}, "the BMC registration error was not reported")
+	uid := string(pr.GetUID())
+	eventually(t, 30*time.Second, func() bool { d, _ := inv.sim.Device(refused); return d.Status == "active" }, "the host was never claimed")
+	good := inv.addHost(t, srv, "refused-2", 256, "admin") // the replacement: added once the refused one is taken
+
+	done := waitState(t, srv, "refused-1", v1alpha1.StateFulfilled, 60*time.Second)
+	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
+	assert.Len(t, ids, 1)
+	slots, err := hosts.ReadSlots(done)
+	require.NoError(t, err)
+	assert.Equal(t, []hosts.Slot{{Role: "worker", Index: 0, ID: netbox.Identity(good), Phase: hosts.PhaseClaimed}}, slots,
+		"only the replacement is recorded")
+
+	d, _ := inv.sim.Device(refused)
+	assert.Equal(t, "failed", d.Status, "quarantined")
+	assert.Nil(t, d.Custom["o2ims_request_uid"], "no longer held by the request")
+	require.NotEmpty(t, d.Changelog)
+	last := d.Changelog[len(d.Changelog)-1]
+	assert.True(t, strings.HasPrefix(last, "o2ims quarantine (credentials-refused): Metal3 could not register it with its BMC credentials: registration error: Failed to get power state"), last)
+	d, _ = inv.sim.Device(good)
+	assert.Equal(t, "active", d.Status)
+	assert.Equal(t, uid, d.Custom["o2ims_request_uid"])
+
+	bmhs, secrets := metal3Objects(t, srv, inv.metal3NS, uid)
+	assert.Equal(t, []string{netbox.Identity(good)}, bmhs, "the refused host's BareMetalHost is gone")
+	assert.Equal(t, []string{netbox.Identity(good) + "-bmc-secret"}, secrets, "the refused host's BMC Secret is gone")
+	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: hosts.CredentialsLabel(refused)})
+	require.NoError(t, err)
+	assert.Len(t, creds.Items, 1, "the credentials Secret is never deleted")
+
+	var quarantined []corev1.Event
+	for _, e := range eventsOf(t, srv, "refused-1") {
+		if e.Reason == hosts.EventQuarantined {
+			quarantined = append(quarantined, e)
+		}
+	}
+	require.Len(t, quarantined, 1, "one HostQuarantined event")
+	e := quarantined[0]
+	assert.Equal(t, corev1.EventTypeWarning, e.Type)
+	assert.LessOrEqual(t, e.Count, int32(1), "posted once")
+	assert.Contains(t, e.Message, "Quarantined host "+netbox.Identity(refused)+" (credentials-refused)")
+	assert.Contains(t, e.Message, "registration error")
+	assert.NotContains(t, e.Message, "10.0.0.9", "no BMC address")
+	assert.NotContains(t, e.Message, "\n")
 }
 
 func TestUnknownSelectorFieldIsAConfigurationFailureNotNoCapacity(t *testing.T) {

@@ -164,7 +164,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 			total++
 		}
 	}
-	if reg.available == total && len(releasing.pending) == 0 {
+	if reg.available == total && len(releasing.pending) == 0 && len(releasing.quarantining) == 0 && len(reg.refused) == 0 {
 		ids := make([]string, 0, total)
 		for _, s := range slots {
 			ids = append(ids, s.ID)
@@ -175,6 +175,9 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 	parts = append(parts, fmt.Sprintf("%d of %d hosts claimed", reg.claimed, total))
 	if n := len(releasing.pending); n > 0 {
 		parts = append(parts, fmt.Sprintf("releasing %d hosts no longer requested: %s", n, strings.Join(releasing.pending, "; ")))
+	}
+	if q := append(reg.refused, releasing.quarantining...); len(q) > 0 {
+		parts = append(parts, fmt.Sprintf("quarantining %d hosts and choosing others: %s", len(q), strings.Join(q, "; ")))
 	}
 	if len(chosen.missing) > 0 {
 		var m []string
@@ -189,7 +192,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 	if len(reg.waiting) > 0 && len(reg.waiting) <= 3 {
 		parts = append(parts, strings.Join(reg.waiting, "; "))
 	}
-	return Ensured{Message: strings.Join(parts, "; "), Soon: chosen.any || releasing.soon}
+	return Ensured{Message: strings.Join(parts, "; "), Soon: chosen.any || releasing.soon || len(reg.refused) > 0}
 }
 
 func sortedRoles(m map[string]int) []string {
