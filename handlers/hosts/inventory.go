@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
+	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -38,6 +40,10 @@ type Config struct {
 	// OwnerAnnotation carries the request's uid on every object made for it; UIDIndex is the cache's index
 	// of requests by uid (a BareMetalHost's change wakes its request through both).
 	OwnerAnnotation, UIDIndex string
+	// OCloudID is the O-Cloud whose inventory resource ids the request records
+	// (oCloudInfrastructureResourceIds): OCLOUD_ID, or derived from NETBOX_URL (internal/ocloud), the
+	// same the inventory API answers.
+	OCloudID uuid.UUID
 }
 
 // Event reasons of the host step. Created, Deleted and Failed are the words the chain uses for any object.
@@ -78,7 +84,8 @@ type Ensured struct {
 	// Ready: every requested host is claimed and available, and nothing is left to release.
 	Ready   bool
 	Message string
-	// IDs are the claimed hosts' identities (netbox-<id>), the request's oCloudInfrastructureResourceIds.
+	// IDs are the claimed hosts' inventory resource ids (ResourceIDs), the request's
+	// oCloudInfrastructureResourceIds; status.extensions.hosts keeps their identities (netbox-<id>).
 	IDs []string
 	// Soon asks for the next pass right after this one's writes land (candidates were just recorded and
 	// are claimed next, or a release checkpoint was recorded).
@@ -120,7 +127,25 @@ func (inv *Inventory) Ensure(ctx context.Context, c *framework.Cause, req spec.R
 	if msg, ok := inv.netboxWait(err); ok {
 		return Ensured{Message: msg}, nil
 	}
+	res.IDs, _ = inv.ResourceIDs(res.IDs)
 	return res, err
+}
+
+// ResourceIDs maps host identities (netbox-<id>, the form requests recorded before the ids were the
+// inventory's) to the inventory resource ids of the O-Cloud, computed as the inventory API computes them
+// (internal/ocloud), never looked up; other ids pass unchanged. changed: at least one was mapped.
+func (inv *Inventory) ResourceIDs(ids []string) (out []string, changed bool) {
+	if ids == nil {
+		return nil, false
+	}
+	out = make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if n, err := netbox.ParseIdentity(id); err == nil {
+			out[i], changed = ocloud.ResourceID(inv.cfg.OCloudID, n), true
+		}
+	}
+	return out, changed
 }
 
 func (inv *Inventory) ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
