@@ -20,8 +20,9 @@ import (
 const invBase = "/o2ims-infrastructureInventory/v1"
 
 // The operator binary with the shipped RBAC: a subscription made through the NBI (a ConfigMap), a
-// request with a host through the NBI to FULFILLED, its infrastructureResourceIds resolving to
-// inventory resources whose extensions name it, the claim and the release notified to the SMO.
+// request with a host through the NBI to FULFILLED, its infrastructureResourceIds (the CR's, read with
+// kubectl, the same as the NBI's) resolving to inventory resources whose extensions name it, the claim
+// and the release notified to the SMO.
 func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 	smoRecv := smo.New()
 	defer smoRecv.Close()
@@ -51,6 +52,17 @@ func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 	require.Len(t, got.Set.Infra, 1)
 	rid := got.Set.Infra[0]
 	require.False(t, strings.HasPrefix(rid, "netbox-"), "answered as an inventory resource id: %s", rid)
+	// One id everywhere: the CR, read as FOCOM reads it (the API server, here with the real kubectl),
+	// records the id the NBI answers; the host's identity stays in status.extensions.hosts.
+	kubectl := func(jsonpath string) string {
+		out, err := st.KubectlRun(context.Background(), "get", "provisioningrequests.o2ims.provisioning.oran.org", "e2e-inv",
+			"-o", "jsonpath="+jsonpath)
+		require.NoError(t, err, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n") // kubectl may warn before its answer
+		return strings.TrimSpace(lines[len(lines)-1])
+	}
+	assert.Equal(t, rid, kubectl("{.status.provisionedResourceSet.oCloudInfrastructureResourceIds[*]}"), "the CR's id is the NBI's")
+	assert.Regexp(t, `^netbox-\d+$`, kubectl("{.status.extensions.hosts[*].id}"))
 
 	_, _, body = call(t, http.MethodGet, operator.NBIURL+invBase+"/resourcePools", nil)
 	var pools []map[string]any
