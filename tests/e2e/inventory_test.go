@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 )
 
 const invBase = "/o2ims-infrastructureInventory/v1"
@@ -155,4 +156,33 @@ func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 	eventually(t, 60*time.Second, func() bool { return len(smoRecv.Notifications()) > 0 }, "never delivered after the restart")
 	post := smoRecv.Notifications()[0].Body["postObjectState"].(map[string]any)
 	assert.Equal(t, "netbox-"+strconv.Itoa(int(free)), post["extensions"].(map[string]any)["hostIdentity"])
+}
+
+// A NetBox token that cannot read sites (NetBox answers, the claims work): the operator is ready, and
+// /readyz says the inventory cannot list and why; once NetBox lets it list, the line goes, no restart.
+func TestReadyzSaysWhyTheInventoryCannotList(t *testing.T) {
+	nb := netboxsim.New(netboxsim.Options{Tokens: []string{st.NetBoxToken()}})
+	for _, f := range netboxsim.StandardFields() {
+		nb.AddCustomField(f)
+	}
+	nb.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusForbidden, Count: 1 << 30,
+		Body: `{"detail":"You do not have permission to perform this action."}`})
+	srv := nb.Start()
+	defer nb.Close()
+	p := launch(t, launchOptions{Name: "cannot-list", NetBoxURL: srv.URL, Env: map[string]string{"INVENTORY_REFRESH_INTERVAL": "1"}})
+	var body string
+	eventually(t, 60*time.Second, func() bool {
+		var c int
+		c, body = p.get("/readyz")
+		return c == http.StatusOK && strings.Contains(body, "degraded: inventory:")
+	}, "/readyz never said the inventory cannot list: %s", lazy(func() string { return body }))
+	assert.Regexp(t, `^ok\ndegraded: inventory: cannot list NetBox since \S+Z: listing sites: .*\(HTTP 403\).*; the inventory API answers 503 until one succeeds \(no view yet\)\n$`, body)
+	code, _, b := call(t, http.MethodGet, p.NBIURL+invBase+"/resourcePools", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, code, string(b))
+
+	nb.ClearFaults()
+	eventually(t, 30*time.Second, func() bool { _, body = p.get("/readyz"); return body == "ok\n" },
+		"the line stayed once the inventory could list: %s", lazy(func() string { return body }))
+	code, _, b = call(t, http.MethodGet, p.NBIURL+invBase+"/resourcePools", nil)
+	assert.Equal(t, http.StatusOK, code, string(b))
 }
