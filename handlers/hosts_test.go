@@ -276,7 +276,7 @@ func TestRefusedBMCCredentialsQuarantineTheHostAndAnotherIsClaimed(t *testing.T)
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "refused")
 	refused := inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
-	startChain(t, srv, "refused", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+	c := startChain(t, srv, "refused", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
 	pr := createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 256}})))
 	uid := string(pr.GetUID())
@@ -307,6 +307,30 @@ func TestRefusedBMCCredentialsQuarantineTheHostAndAnotherIsClaimed(t *testing.T)
 	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: hosts.CredentialsLabel(refused)})
 	require.NoError(t, err)
 	assert.Len(t, creds.Items, 1, "the credentials Secret is never deleted")
+
+	// While it was set aside, the request's status said which host and why, sanitised.
+	var said []string
+	for _, body := range c.rec.Bodies("PATCH", "/provisioningrequests/refused-1/status") {
+		var patch struct {
+			Status struct {
+				ProvisioningStatus struct {
+					ProvisioningMessage string `json:"provisioningMessage"`
+				} `json:"provisioningStatus"`
+			} `json:"status"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &patch))
+		if m := patch.Status.ProvisioningStatus.ProvisioningMessage; strings.Contains(m, "quarantining") {
+			said = append(said, m)
+		}
+	}
+	require.NotEmpty(t, said, "the status never said the host was being quarantined")
+	for _, m := range said {
+		assert.Contains(t, m, "quarantining 1 hosts and choosing others: "+netbox.Identity(refused)+
+			" (Metal3 could not register it with its BMC credentials: registration error: Failed to get power state")
+		assert.NotContains(t, m, "\n")
+		assert.NotContains(t, m, "10.0.0.9", "no BMC address")
+		assert.NotContains(t, m, "refused", "no credentials")
+	}
 
 	var quarantined []corev1.Event
 	for _, e := range eventsOf(t, srv, "refused-1") {
