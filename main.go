@@ -360,7 +360,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if inv, err = newInventory(getenv, nbCfg, nb, op, log); err != nil {
 			return fail("%v", err)
 		}
-		hostStep = hosts.New(handlers.HostsConfig(chainCfg), nb, clients, op.Cache(), op.Registry())
+		// The chain records the resource ids the inventory answers: the same O-Cloud id.
+		hostStep = hosts.New(handlers.HostsConfig(chainCfg, inv.cfg.OCloudID), nb, clients, op.Cache(), op.Registry())
 	}
 	handlers.New(chainCfg, clusterVersion, clients, hostStep, op.Registry()).Register(op)
 

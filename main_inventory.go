@@ -56,6 +56,9 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		return nil
 	})
 	op.OnProbe("inventory", view.Probe)
+	// A refresh that keeps failing (NetBox down, or a token that cannot read sites or device types) is
+	// a /readyz line saying why; the ids the NBI answers are computed and answered all the same.
+	op.OnDegraded("inventory", r.Degraded)
 	return &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}, nil
 }
 

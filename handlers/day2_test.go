@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
+	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
@@ -40,6 +42,26 @@ func deletePR(t *testing.T, srv *kubeapi.Server, name string) {
 func resourceIDs(u *unstructured.Unstructured) []string {
 	ids, _, _ := unstructured.NestedStringSlice(u.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	return ids
+}
+
+// testOCloud is the O-Cloud of the chain's tests (HostsConfig in startChain).
+var testOCloud = uuid.MustParse("5f0c7a52-9d1e-4f3b-8a61-2c4e7b9d0a13")
+
+// resourceID is the id the inventory API answers for NetBox device id in testOCloud: what the request
+// must record.
+func resourceID(id int32) string { return nbinventory.Config{OCloudID: testOCloud}.ResourceID(id) }
+
+// asResourceIDs maps host identities (netbox-<id>) to resourceID.
+func asResourceIDs(identities []string) []string {
+	out := make([]string, 0, len(identities))
+	for _, s := range identities {
+		n, err := netbox.ParseIdentity(s)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, resourceID(n))
+	}
+	return out
 }
 
 // GitOps tools label and annotate what they touch: neither may re-drive a fulfilled or failed request,
@@ -144,7 +166,7 @@ func TestFailedRequestClaimsNothingMoreAcrossRestarts(t *testing.T) {
 	// Its spec changes: provisioning starts again, with the hosts it holds.
 	patchPR(t, srv, "terminal-1", `{"spec":{"templateParameters":{"hosts":[{"role":"worker","count":1,"selector":{"cpu_cores":48}}]}}}`)
 	done := waitState(t, srv, "terminal-1", v1alpha1.StateFulfilled, 30*time.Second)
-	assert.Equal(t, []string{netbox.Identity(first)}, resourceIDs(done))
+	assert.Equal(t, []string{resourceID(first)}, resourceIDs(done))
 	eventually(t, 10*time.Second, func() bool {
 		v, ok := promtest.Gather(t, c2.op.Registry()).Value("o2ims_hosts_held_by_failed_requests", nil)
 		return ok && v == 0
@@ -191,7 +213,7 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 			u, _ = getPR(t, srv, "follow-1")
 			return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && len(resourceIDs(u)) == len(want)
 		}, "never fulfilled with %d hosts", len(want))
-		assert.ElementsMatch(t, want, resourceIDs(u), "the request lists exactly what it holds")
+		assert.ElementsMatch(t, asResourceIDs(want), resourceIDs(u), "the request lists exactly what it holds")
 		assert.ElementsMatch(t, want, ownedActive(), "NetBox holds exactly what the request lists")
 		bmhs, secrets := metal3Objects(t, srv, inv.metal3NS, uid)
 		assert.ElementsMatch(t, want, bmhs, "BareMetalHosts")
@@ -232,7 +254,7 @@ func TestHostsFollowTheSpecDownAndUpAndAcrossRoles(t *testing.T) {
 	eventually(t, 60*time.Second, func() bool {
 		u, _ := getPR(t, srv, "follow-1")
 		ids := resourceIDs(u)
-		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && len(ids) == 1 && ids[0] == netbox.Identity(cp)
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && len(ids) == 1 && ids[0] == resourceID(cp)
 	}, "never moved to the control-plane role")
 	check([]string{netbox.Identity(cp)})
 	for _, id := range workers {
@@ -315,7 +337,7 @@ func TestQuarantineThatLostItsPreconditionPostsNoEvent(t *testing.T) {
 	}, "the quarantine never met its 412")
 	good := inv.addHost(t, srv, "q412-good", 384, "admin")
 	done := waitState(t, srv, "q412-1", v1alpha1.StateFulfilled, 60*time.Second)
-	assert.Equal(t, []string{netbox.Identity(good)}, resourceIDs(done))
+	assert.Equal(t, []string{resourceID(good)}, resourceIDs(done))
 	d, _ := inv.sim.Device(bare)
 	assert.Equal(t, "offline", d.Status, "the admin's decision stands")
 	assert.False(t, hasEvent(eventsOf(t, srv, "q412-1"), corev1.EventTypeWarning, hosts.EventQuarantined, netbox.Identity(bare)),
@@ -341,7 +363,7 @@ func TestHalfResetCandidateWithOurUIDIsTakenBack(t *testing.T) {
 
 	startChain(t, srv, "halfreset", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
 	done := waitState(t, srv, "halfreset-1", v1alpha1.StateFulfilled, 60*time.Second)
-	assert.Equal(t, []string{netbox.Identity(host)}, resourceIDs(done))
+	assert.Equal(t, []string{resourceID(host)}, resourceIDs(done))
 	d, _ := inv.sim.Device(host)
 	assert.Equal(t, "active", d.Status)
 	assert.Equal(t, uid, d.Custom["o2ims_request_uid"])

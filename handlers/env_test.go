@@ -100,7 +100,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	require.NoError(t, err)
 	var hostStep Hosts
 	if len(inventory) > 0 {
-		hostStep = hosts.New(HostsConfig(cfg), inventory[0], clients, op.Cache(), op.Registry())
+		hostStep = hosts.New(HostsConfig(cfg, testOCloud), inventory[0], clients, op.Cache(), op.Registry())
 	}
 	h := New(cfg, version, clients, hostStep, op.Registry())
 	h.Register(op)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,14 +43,18 @@ type Hosts interface {
 	Release(ctx context.Context, c *framework.Cause) (hosts.Released, error)
 	// Related lists the resources whose changes should wake a request (BareMetalHosts).
 	Related() []hosts.Related
+	// ResourceIDs maps recorded host identities (netbox-<id>) to inventory resource ids; changed: any was.
+	ResourceIDs(ids []string) (out []string, changed bool)
 }
 
 // HostsConfig is the host step's configuration: the chain's namespaces and the request's contract
-// (resource, failed state, owner annotation, uid index), so the step and the chain agree by construction.
-func HostsConfig(cfg Config) hosts.Config {
+// (resource, failed state, owner annotation, uid index), so the step and the chain agree by construction;
+// oCloud is the O-Cloud id the inventory API answers in (inventory.Config.OCloudID), so the resource ids
+// the chain records are the ones it answers.
+func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 	return hosts.Config{
 		Metal3Namespace: cfg.Metal3Namespace, CredentialsNamespace: cfg.CredentialsNamespace,
-		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID,
+		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID, OCloudID: oCloud,
 	}
 }
 

@@ -2,12 +2,14 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -131,8 +134,8 @@ func TestRequestWithHostsWalksToFulfilledThenReleasesThem(t *testing.T) {
 	done := waitState(t, srv, "hosts-1", v1alpha1.StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	require.Len(t, ids, 3)
-	assert.Equal(t, netbox.Identity(big), ids[0], "slots in request order: the control plane first")
-	assert.ElementsMatch(t, []string{netbox.Identity(w1), netbox.Identity(w2)}, ids[1:], "the workers match their selector")
+	assert.Equal(t, resourceID(big), ids[0], "slots in request order: the control plane first")
+	assert.ElementsMatch(t, []string{resourceID(w1), resourceID(w2)}, ids[1:], "the workers match their selector")
 	for _, id := range []int32{big, w1, w2} {
 		d, _ := inv.sim.Device(id)
 		assert.Equal(t, "active", d.Status)
@@ -243,7 +246,7 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	good := inv.addHost(t, srv, "q-good", 128, "admin")
 	done := waitState(t, srv, "quarantine-1", v1alpha1.StateFulfilled, 60*time.Second)
 	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
-	assert.Equal(t, []string{netbox.Identity(good)}, ids)
+	assert.Equal(t, []string{resourceID(good)}, ids)
 	d, _ := inv.sim.Device(bare)
 	assert.Equal(t, "failed", d.Status, "quarantined")
 	assert.Nil(t, d.Custom["o2ims_request_uid"], "quarantine never claims")
@@ -265,18 +268,84 @@ func TestHostWithoutCredentialsIsQuarantinedAndAnotherChosen(t *testing.T) {
 	assert.True(t, found, "quarantine counted by reason")
 }
 
-func TestRefusedBMCCredentialsShowInTheRequestsProgress(t *testing.T) {
+// Metal3 reports a registration error (the BMC refuses the credentials) on a claimed host: the host is
+// quarantined like one without credentials — our BareMetalHost and BMC Secret removed with their
+// checkpoint, the device failed in NetBox with the reason, its record kept — and another one is claimed.
+func TestRefusedBMCCredentialsQuarantineTheHostAndAnotherIsClaimed(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "refused")
-	inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
-	startChain(t, srv, "refused", inv.namespaces, nil, inv.client)
-	createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
+	refused := inv.addHost(t, srv, "refused-1", 256, "refused") // Metal3 cannot log in with these
+	c := startChain(t, srv, "refused", func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }, nil, inv.client)
+	pr := createPR(t, srv, provisioningRequest("refused-1", "refused", tmplOK, hostsParams("edge-refused-1",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 256}})))
-	eventually(t, 30*time.Second, func() bool {
-		u, _ := getPR(t, srv, "refused-1")
-		return contains(v1alpha1.StatusOf(u).Message, "registration error: Failed to get power state")
-	}, "the BMC registration error was not reported")
+	uid := string(pr.GetUID())
+	eventually(t, 30*time.Second, func() bool { d, _ := inv.sim.Device(refused); return d.Status == "active" }, "the host was never claimed")
+	good := inv.addHost(t, srv, "refused-2", 256, "admin") // the replacement: added once the refused one is taken
+
+	done := waitState(t, srv, "refused-1", v1alpha1.StateFulfilled, 60*time.Second)
+	ids, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
+	assert.Equal(t, []string{resourceID(good)}, ids)
+	slots, err := hosts.ReadSlots(done)
+	require.NoError(t, err)
+	assert.Equal(t, []hosts.Slot{{Role: "worker", Index: 0, ID: netbox.Identity(good), Phase: hosts.PhaseClaimed}}, slots,
+		"only the replacement is recorded")
+
+	d, _ := inv.sim.Device(refused)
+	assert.Equal(t, "failed", d.Status, "quarantined")
+	assert.Nil(t, d.Custom["o2ims_request_uid"], "no longer held by the request")
+	require.NotEmpty(t, d.Changelog)
+	last := d.Changelog[len(d.Changelog)-1]
+	assert.True(t, strings.HasPrefix(last, "o2ims quarantine (credentials-refused): Metal3 could not register it with its BMC credentials: registration error: Failed to get power state"), last)
+	d, _ = inv.sim.Device(good)
+	assert.Equal(t, "active", d.Status)
+	assert.Equal(t, uid, d.Custom["o2ims_request_uid"])
+
+	bmhs, secrets := metal3Objects(t, srv, inv.metal3NS, uid)
+	assert.Equal(t, []string{netbox.Identity(good)}, bmhs, "the refused host's BareMetalHost is gone")
+	assert.Equal(t, []string{netbox.Identity(good) + "-bmc-secret"}, secrets, "the refused host's BMC Secret is gone")
+	creds, err := srv.AdminClientset().CoreV1().Secrets(inv.creds).List(context.Background(), metav1.ListOptions{LabelSelector: hosts.CredentialsLabel(refused)})
+	require.NoError(t, err)
+	assert.Len(t, creds.Items, 1, "the credentials Secret is never deleted")
+
+	// While it was set aside, the request's status said which host and why, sanitised.
+	var said []string
+	for _, body := range c.rec.Bodies("PATCH", "/provisioningrequests/refused-1/status") {
+		var patch struct {
+			Status struct {
+				ProvisioningStatus struct {
+					ProvisioningMessage string `json:"provisioningMessage"`
+				} `json:"provisioningStatus"`
+			} `json:"status"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &patch))
+		if m := patch.Status.ProvisioningStatus.ProvisioningMessage; strings.Contains(m, "quarantining") {
+			said = append(said, m)
+		}
+	}
+	require.NotEmpty(t, said, "the status never said the host was being quarantined")
+	for _, m := range said {
+		assert.Contains(t, m, "quarantining 1 hosts and choosing others: "+netbox.Identity(refused)+
+			" (Metal3 could not register it with its BMC credentials: registration error: Failed to get power state")
+		assert.NotContains(t, m, "\n")
+		assert.NotContains(t, m, "10.0.0.9", "no BMC address")
+		assert.NotContains(t, m, "refused", "no credentials")
+	}
+
+	var quarantined []corev1.Event
+	for _, e := range eventsOf(t, srv, "refused-1") {
+		if e.Reason == hosts.EventQuarantined {
+			quarantined = append(quarantined, e)
+		}
+	}
+	require.Len(t, quarantined, 1, "one HostQuarantined event")
+	e := quarantined[0]
+	assert.Equal(t, corev1.EventTypeWarning, e.Type)
+	assert.LessOrEqual(t, e.Count, int32(1), "posted once")
+	assert.Contains(t, e.Message, "Quarantined host "+netbox.Identity(refused)+" (credentials-refused)")
+	assert.Contains(t, e.Message, "registration error")
+	assert.NotContains(t, e.Message, "10.0.0.9", "no BMC address")
+	assert.NotContains(t, e.Message, "\n")
 }
 
 func TestUnknownSelectorFieldIsAConfigurationFailureNotNoCapacity(t *testing.T) {
@@ -497,4 +566,59 @@ func TestANetBoxOutageIsAWaitNamingIt(t *testing.T) {
 	eventually(t, 60*time.Second, func() bool { _, ok := getPR(t, srv, "outage-1"); return !ok }, "never released after the outage")
 	d, _ = inv.sim.Device(id)
 	assert.Equal(t, "staged", d.Status, "back in the pool")
+}
+
+// A request fulfilled by an earlier version recorded its hosts as netbox-<id>: the first pass after a
+// restart rewrites them to the inventory's resource ids in its one status write, and that is all — same
+// state, message and time, no event, no re-drive, nothing written to NetBox or Metal3; later passes write
+// nothing.
+func TestOldFormResourceIdsAreRewrittenOnceWithoutReDriving(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "oldids")
+	a := inv.addHost(t, srv, "old-1", 48, "admin")
+	b := inv.addHost(t, srv, "old-2", 48, "admin")
+	first := startChain(t, srv, "oldids", inv.namespaces, nil, inv.client)
+	createPR(t, srv, provisioningRequest("oldids-1", "oldids", tmplOK, hostsParams("edge-oldids-1",
+		map[string]any{"role": "worker", "count": 2, "selector": map[string]any{"cpu_cores": 48}})))
+	done := waitState(t, srv, "oldids-1", v1alpha1.StateFulfilled, 60*time.Second)
+	ids := resourceIDs(done)
+	assert.ElementsMatch(t, []string{resourceID(a), resourceID(b)}, ids, "recorded as the inventory's ids")
+	first.stop(t)
+
+	// What the earlier version wrote: the same hosts as netbox-<id>.
+	slots, err := hosts.ReadSlots(done)
+	require.NoError(t, err)
+	var old []any
+	for _, s := range slots {
+		old = append(old, s.ID)
+	}
+	set := map[string]any{"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": v1alpha1.ResourceSetOf(done).NodeClusterID,
+		"oCloudInfrastructureResourceIds": old}}
+	body, _ := json.Marshal(map[string]any{"status": set})
+	_, err = srv.AdminDynamic().Resource(v1alpha1.GVR).Patch(context.Background(), "oldids-1", types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	before, _ := getPR(t, srv, "oldids-1")
+	require.Equal(t, []string{slots[0].ID, slots[1].ID}, resourceIDs(before))
+	events := len(eventsOf(t, srv, "oldids-1"))
+	patches := inv.sim.Calls("PATCH", netboxsim.RouteDevice)
+
+	second := startChain(t, srv, "oldids", inv.namespaces, nil, inv.client)
+	var after *unstructured.Unstructured
+	eventually(t, 20*time.Second, func() bool {
+		after, _ = getPR(t, srv, "oldids-1")
+		return len(resourceIDs(after)) == 2 && !strings.HasPrefix(resourceIDs(after)[0], "netbox-")
+	}, "the old ids were never rewritten")
+	assert.Equal(t, asResourceIDs([]string{slots[0].ID, slots[1].ID}), resourceIDs(after), "the same hosts, in order")
+	assert.Equal(t, v1alpha1.StatusOf(before), v1alpha1.StatusOf(after), "state, message and time unchanged")
+	assert.Equal(t, v1alpha1.ResourceSetOf(before).NodeClusterID, v1alpha1.ResourceSetOf(after).NodeClusterID)
+	assert.Equal(t, before.Object["status"].(map[string]any)["extensions"], after.Object["status"].(map[string]any)["extensions"],
+		"status.extensions.hosts keeps netbox-<id>")
+	time.Sleep(2 * time.Second)
+	assert.Len(t, second.rec.Writes("/provisioningrequests/oldids-1/status"), 1, "one status write")
+	assert.Empty(t, nonStatus(second.rec.Writes("/provisioningrequests/oldids-1")), "nothing else written to the request")
+	assert.Zero(t, second.rec.Count("POST", "/packagevariants"), "re-rendered a fulfilled request")
+	assert.Empty(t, second.rec.Writes("/baremetalhosts"), "Metal3 untouched")
+	assert.Equal(t, patches, inv.sim.Calls("PATCH", netboxsim.RouteDevice), "NetBox untouched")
+	assert.Len(t, eventsOf(t, srv, "oldids-1"), events, "no event")
 }

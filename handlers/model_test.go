@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
+	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
@@ -147,6 +149,7 @@ type model struct {
 	invOn   bool
 	outage  bool // NetBox answers 503 to everything (SetOutage)
 	hosts   []int32
+	refused []int32  // pool hosts added later whose BMC refuses their credentials (world: BadCredentialsUser)
 	names   []string // requests created and not yet seen gone
 	next    int
 	steps   int
@@ -366,7 +369,16 @@ func (m *model) setHosts(name string, hosts []any) {
 }
 
 func (m *model) fault() string {
-	switch m.rng.Intn(5) {
+	switch m.rng.Intn(6) {
+	case 5:
+		if len(m.refused) >= 3 {
+			return m.fault()
+		}
+		// A worker whose BMC refuses its credentials joins the pool: whoever claims it must quarantine it
+		// and claim another.
+		id := m.inv.addHost(m.t, m.srv, fmt.Sprintf("%s-r%d", m.label, len(m.refused)), modelWorkerCores, "refused")
+		m.refused = append(m.refused, id)
+		return "bmc-refuses"
 	case 4:
 		// NetBox down (a proxy answering 503 to everything) until a later fault ends it, the operator
 		// restarted into it half the time: handling, budgets and releases carry on degraded.
@@ -470,8 +482,11 @@ func (m *model) check(where string) {
 	}
 	// …and vice versa: a host recorded claimed in both reads is active and owned by its request in NetBox.
 	byID := map[string]netboxsim.Device{}
+	byResource := map[string]netboxsim.Device{}
+	view := nbinventory.Config{OCloudID: testOCloud}
 	for _, d := range devices {
 		byID[netbox.Identity(d.ID)] = d
+		byResource[view.ResourceID(d.ID)] = d
 	}
 	for uid, u := range r1 {
 		slots, _ := hosts.ReadSlots(u)
@@ -550,6 +565,20 @@ func (m *model) check(where string) {
 		if handled {
 			st.handledAtGen = true
 		}
+		// A fulfilled request's ids resolve in the inventory: each is the resource id the inventory API
+		// answers (nbi/inventory's Config.ResourceID, computed as the chain computes it) of a device
+		// NetBox has active and owned by the request — never a host whose BMC refused it.
+		if state == v1alpha1.StateFulfilled && handled {
+			for _, rid := range v1alpha1.ResourceSetOf(u).InfrastructureResourceIDs {
+				d, ok := byResource[rid]
+				if owner, _ := d.Custom["o2ims_request_uid"].(string); !ok || d.Status != "active" || owner != uid {
+					fail("%s is fulfilled with resource id %s, which resolves to no device it holds (%v %s)", u.GetName(), rid, ok, d.Status)
+				}
+				if ok && slices.Contains(m.refused, d.ID) {
+					fail("%s is fulfilled with %s, whose BMC refuses its credentials", u.GetName(), netbox.Identity(d.ID))
+				}
+			}
+		}
 		// A fulfilled request's PackageVariant has its current spec: a spec change (in flight or after)
 		// reaches Porch before the request can say fulfilled.
 		if state == v1alpha1.StateFulfilled && handled {
@@ -611,6 +640,28 @@ func (m *model) drain() {
 		d, _ := m.inv.sim.Device(id)
 		if d.Status != "staged" || d.Custom["o2ims_request_uid"] != nil {
 			t.Errorf("seed %d: host %s left %s owned by %v", m.seed, netbox.Identity(id), d.Status, d.Custom["o2ims_request_uid"])
+		}
+	}
+	// A host whose BMC refused its credentials is quarantined with the reason once a request saw the
+	// refusal, or back in the pool when none did; never left owned.
+	quarantined := 0
+	defer func() {
+		if len(m.refused) > 0 {
+			t.Logf("seed %d: %d hosts refused their credentials, %d of them quarantined", m.seed, len(m.refused), quarantined)
+		}
+	}()
+	for _, id := range m.refused {
+		d, _ := m.inv.sim.Device(id)
+		switch {
+		case d.Custom["o2ims_request_uid"] != nil:
+			t.Errorf("seed %d: refused host %s left owned by %v", m.seed, netbox.Identity(id), d.Custom["o2ims_request_uid"])
+		case d.Status == "failed":
+			quarantined++
+			if len(d.Changelog) == 0 || !strings.Contains(d.Changelog[len(d.Changelog)-1], "credentials-refused") {
+				t.Errorf("seed %d: refused host %s failed without its reason: %v", m.seed, netbox.Identity(id), d.Changelog)
+			}
+		case d.Status != "staged":
+			t.Errorf("seed %d: refused host %s left %s", m.seed, netbox.Identity(id), d.Status)
 		}
 	}
 	bmhs, secrets := metal3Objects(t, m.srv, m.inv.metal3NS, "")

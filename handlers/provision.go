@@ -34,6 +34,9 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		// Fulfilled and failed are where a request stops until its spec changes: resuming must not re-drive
 		// it (a fulfilled one's PackageVariant may be gone on purpose; a failed one must claim, register
 		// and write nothing more). Its hosts stay claimed until it is deleted or its spec changes.
+		if cur.State == v1alpha1.StateFulfilled {
+			h.rewriteResourceIDs(c)
+		}
 		return nil
 	}
 	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
@@ -122,6 +125,20 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		// The phase is the progress signal; the condition's free text only in a final message, or every
 		// change of it would be a status write.
 		return h.waitWithinBudget(c, "cluster", fmt.Sprintf("Cluster resource creation ongoing (%s)", v.phase), v.detail)
+	}
+}
+
+// rewriteResourceIDs is the one write a fulfilled request may get without a spec change: ids recorded in
+// the old form (netbox-<id>) become the inventory resource ids, in this pass's status write; state,
+// message and time stay as they are, and nothing is re-driven. Without an inventory there is no O-Cloud
+// to compute them in, and they stay.
+func (h *Handlers) rewriteResourceIDs(c *framework.Cause) {
+	if h.hosts == nil {
+		return
+	}
+	set := v1alpha1.ResourceSetOf(c.Object)
+	if ids, changed := h.hosts.ResourceIDs(set.InfrastructureResourceIDs); changed {
+		setResourceSet(c, set.NodeClusterID, ids)
 	}
 }
 

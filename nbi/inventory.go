@@ -75,10 +75,11 @@ func (s *Server) EnableInventory(view *inventory.View, clusters ClusterGetter) {
 	s.mux.Handle("GET "+v1+"/alarmDictionaries/{alarmDictionaryId}", read(s.getAlarmDictionary))
 }
 
-// resourceIDs maps the host identities a ProvisioningRequest records (netbox-<id>) to the inventory's
-// resource ids, so that each infrastructureResourceIds entry resolves under resourcePools/…/resources.
-// The CR keeps netbox-<id> (what the Python-compatible chain and older records hold); the NBI maps
-// when answering, so no stored request needs migrating. Other ids pass through unchanged.
+// resourceIDs answers a ProvisioningRequest's ids as the inventory's resource ids, so that each
+// infrastructureResourceIds entry resolves under resourcePools/…/resources. The chain records them so
+// (internal/ocloud); a request fulfilled by an earlier version may still record netbox-<id> until its
+// rewrite (handlers: rewriteResourceIDs), and those are mapped here, computed, never looked up. Other
+// ids pass through unchanged.
 func (s *Server) resourceIDs(ids []string) []string {
 	if s.inventory == nil {
 		return ids

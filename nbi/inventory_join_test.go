@@ -8,10 +8,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 )
 
 // The join: a request's infrastructureResourceIds (the CR records netbox-<id>) answer as inventory
@@ -128,4 +130,73 @@ func entryJSON(entries []*inventory.Entry) []string {
 		out[i] = string(e.JSON)
 	}
 	return out
+}
+
+// A NetBox token that cannot read sites: every refresh fails, so the inventory has no view. The
+// provisioning API still answers a request's resource ids — computed, never looked up, whether the CR
+// records them as resource ids or (not rewritten yet) as netbox-<id> — the refresher says why the
+// inventory cannot list (the operator's /readyz line), and once a refresh succeeds each id resolves.
+func TestResourceIdsAnswerWhileTheInventoryCannotList(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	ctx := context.Background()
+	id := ie.id("cannotlist")
+	ie.createDirect(id, simpleSpec("edge-cannotlist"))
+	ie.waitCached(id)
+	want := []string{ie.cfg.ResourceID(2), ie.cfg.ResourceID(3)}
+	ie.setStatus(id, map[string]any{
+		"provisioningStatus": map[string]any{"provisioningState": "fulfilled", "provisioningMessage": "ready",
+			"provisioningUpdateTime": "2026-12-01T10:00:00Z"},
+		"provisionedResourceSet": map[string]any{"oCloudNodeClusterId": "cluster-uid-1",
+			"oCloudInfrastructureResourceIds": []any{want[0], "netbox-3"}},
+	})
+
+	ie.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusForbidden, Count: 1000,
+		Body: `{"detail":"You do not have permission to perform this action."}`})
+	view := inventory.NewView(ie.cfg, nil)
+	refresher, err := inventory.NewRefresher(view, ie.nb, nil, nil)
+	require.NoError(t, err)
+	require.Empty(t, refresher.Degraded(), "nothing to say before a refresh")
+	require.Error(t, refresher.Refresh(ctx, true))
+	why := refresher.Degraded()
+	require.Contains(t, why, "cannot list NetBox since ")
+	require.Contains(t, why, "listing sites: ")
+	require.Contains(t, why, "403")
+	require.Contains(t, why, "the inventory API answers 503 until one succeeds (no view yet)")
+	require.NotContains(t, why, invToken)
+
+	srv, err := New(Config{Host: "127.0.0.1", Port: 0, PageSize: 10}, ie.store, nil, nil, zap.NewNop(), nil)
+	require.NoError(t, err)
+	srv.EnableInventory(view, nil)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	fresh := &invEnv{env: &env{t: t, base: "http://" + srv.Addr(), client: ie.client}}
+	x := fresh.eventually(namedPath(id), func(x *exchange) bool {
+		return x.code() == http.StatusOK && x.info(t).Status.ProvisioningPhase == PhaseFulfilled
+	}, "fulfilled")
+	require.Equal(t, want, x.info(t).ProvisionedResourceSet.InfrastructureResourceIDs, "computed without a view")
+	pool := invV1 + "/resourcePools/" + ie.cfg.ResourcePoolID(1) + "/resources/"
+	require.Equal(t, http.StatusServiceUnavailable, fresh.get(pool+want[0]).code(), "no view: no resource yet")
+
+	ie.sim.ClearFaults()
+	require.NoError(t, refresher.Refresh(ctx, true))
+	require.Empty(t, refresher.Degraded(), "said no more once a refresh succeeds")
+	for _, rid := range want {
+		r := fresh.get(pool + rid)
+		require.Equal(t, http.StatusOK, r.code(), string(r.body))
+	}
+
+	ie.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteDeviceTypes, Status: http.StatusForbidden, Count: 1000})
+	require.Error(t, refresher.Refresh(ctx, false))
+	require.Contains(t, refresher.Degraded(), "the inventory API answers its view of ")
+}
+
+// NetBox down is said once, by the NetBox client's own /readyz line: the inventory's line is for what
+// only it meets (a listing refused).
+func TestTheInventoryLineLeavesAnOutageToNetBox(t *testing.T) {
+	ie := newInvEnv(t, seedSix)
+	refresher, err := inventory.NewRefresher(inventory.NewView(ie.cfg, nil), ie.nb, nil, nil)
+	require.NoError(t, err)
+	ie.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusBadGateway, Count: 1000})
+	require.Error(t, refresher.Refresh(context.Background(), true))
+	require.Empty(t, refresher.Degraded())
 }

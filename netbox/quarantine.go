@@ -18,11 +18,14 @@ const (
 	ReasonCredentialsInvalid   QuarantineReason = "credentials-invalid"   // empty username or password
 	ReasonBMCAddressInvalid    QuarantineReason = "bmc-address-invalid"
 	ReasonBootMACInvalid       QuarantineReason = "boot-mac-invalid"
+	// ReasonCredentialsRefused: the BMC refused the credentials Metal3 registered the claimed host with
+	// (QuarantineClaimed).
+	ReasonCredentialsRefused QuarantineReason = "credentials-refused"
 )
 
 var allQuarantineReasons = []QuarantineReason{
 	ReasonCredentialsMissing, ReasonCredentialsAmbiguous, ReasonCredentialsInvalid,
-	ReasonBMCAddressInvalid, ReasonBootMACInvalid,
+	ReasonBMCAddressInvalid, ReasonBootMACInvalid, ReasonCredentialsRefused,
 }
 
 // Valid reports whether r is one of the defined reasons.
@@ -66,4 +69,63 @@ func (c *Client) Quarantine(ctx context.Context, d *Device, reason QuarantineRea
 	c.metrics.quarantine(reason)
 	c.log.Warn("NetBox device quarantined", zap.Int32("deviceID", d.ID), zap.String("reason", string(reason)))
 	return nil
+}
+
+// QuarantineResult is the outcome of QuarantineClaimed.
+type QuarantineResult string
+
+const (
+	Quarantined QuarantineResult = "quarantined" // this call set the device failed and cleared our uid
+	// NotOwned: requestUID does not own it (someone else, an administrator, or our own earlier write that
+	// landed unanswered): never touched.
+	NotOwned   QuarantineResult = "not-owned"
+	DeviceGone QuarantineResult = "gone" // the device no longer exists in NetBox
+)
+
+// QuarantineClaimed sets a device requestUID owns to status failed and clears the owner with one
+// conditional PATCH and a sanitized changelog_message, for a defect found after the claim (the BMC
+// refused the credentials). It is one write, never a release followed by a quarantine: in between,
+// another request could claim the defective device. A 412 re-reads and re-checks (bounded); a device no
+// longer ours is left alone. Timeout/5xx: error with MayHaveLanded, not replayed; the next call re-reads.
+func (c *Client) QuarantineClaimed(ctx context.Context, id int32, requestUID string, reason QuarantineReason, message string) (QuarantineResult, error) {
+	if !reason.Valid() {
+		return "", newError(KindInvalid, "quarantine", "unknown quarantine reason %q", quote.Truncate(string(reason), 40))
+	}
+	if err := checkUID("quarantine", requestUID); err != nil {
+		return "", err
+	}
+	if err := c.usable("quarantine"); err != nil {
+		return "", err
+	}
+	msg := sanitizeMessage(fmt.Sprintf("o2ims quarantine (%s): %s", reason, message), maxChangelog)
+	log := c.log.With(zap.Int32("deviceID", id))
+	for round := 0; round < maxReleaseRounds; round++ {
+		d, err := c.getDevice(ctx, "quarantine", id)
+		if IsKind(err, KindNotFound) {
+			return DeviceGone, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if !d.OwnedBy(requestUID) {
+			log.Info("NetBox device no longer ours; not quarantined")
+			return NotOwned, nil
+		}
+		_, err = c.patchDevice(ctx, "quarantine", id, d.ETag, StatusFailed,
+			map[string]any{c.cfg.Fields.RequestUID: nil}, msg)
+		switch {
+		case err == nil:
+			c.metrics.quarantine(reason)
+			log.Warn("NetBox device quarantined", zap.String("reason", string(reason)))
+			return Quarantined, nil
+		case IsKind(err, KindPrecondition):
+			continue // changed since our read: re-read and re-check
+		case IsKind(err, KindNotFound):
+			return DeviceGone, nil
+		default:
+			return "", err
+		}
+	}
+	return "", &Error{Kind: KindPrecondition, Op: "quarantine", Retryable: true,
+		Err: errString("the device kept changing during its quarantine; try again")}
 }

@@ -138,3 +138,40 @@ func TestQuarantineOnlyFreeDevices(t *testing.T) {
 	err = e.client.Quarantine(ctx(t), d, "flaky-network", "x")
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
 }
+
+// A claimed device whose BMC refused its credentials: failed and unowned in one conditional write, with
+// its reason in the changelog; a device no longer ours is never touched.
+func TestQuarantineClaimed(t *testing.T) {
+	e := newEnv(t)
+	id := e.sim.AddDevice(netboxsim.Device{Status: "active", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(1)}})
+	res, err := e.client.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused,
+		"registration error: Failed to get power state for https://root:calvin@10.0.0.1/redfish")
+	require.NoError(t, err)
+	assert.Equal(t, netbox.Quarantined, res)
+	got, _ := e.sim.Device(id)
+	assert.Equal(t, "failed", got.Status)
+	assert.Nil(t, got.Custom["o2ims_request_uid"], "no longer held by the request")
+	require.Len(t, got.Changelog, 1)
+	assert.True(t, strings.HasPrefix(got.Changelog[0], "o2ims quarantine (credentials-refused): registration error"), got.Changelog[0])
+	assert.NotContains(t, got.Changelog[0], "calvin")
+	assert.NotContains(t, got.Changelog[0], "10.0.0.1")
+	log := e.sim.PatchLog()
+	require.Len(t, log, 1)
+	assert.NotEmpty(t, log[0].IfMatch, "conditional")
+	assert.Equal(t, 1.0, e.counter("o2ims_netbox_quarantines_total", map[string]string{"reason": "credentials-refused"}))
+
+	// Again (our write landed unanswered): no longer ours, left alone.
+	res, err = e.client.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused, "x")
+	require.NoError(t, err)
+	assert.Equal(t, netbox.NotOwned, res)
+	other := e.sim.AddDevice(netboxsim.Device{Status: "active", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(2)}})
+	res, err = e.client.QuarantineClaimed(ctx(t), other, uid(1), netbox.ReasonCredentialsRefused, "x")
+	require.NoError(t, err)
+	assert.Equal(t, netbox.NotOwned, res)
+	got, _ = e.sim.Device(other)
+	assert.Equal(t, "active", got.Status)
+	assert.Len(t, e.sim.PatchLog(), 1, "nothing else written")
+	res, err = e.client.QuarantineClaimed(ctx(t), 999, uid(1), netbox.ReasonCredentialsRefused, "x")
+	require.NoError(t, err)
+	assert.Equal(t, netbox.DeviceGone, res)
+}

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
+	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -38,6 +40,10 @@ type Config struct {
 	// OwnerAnnotation carries the request's uid on every object made for it; UIDIndex is the cache's index
 	// of requests by uid (a BareMetalHost's change wakes its request through both).
 	OwnerAnnotation, UIDIndex string
+	// OCloudID is the O-Cloud whose inventory resource ids the request records
+	// (oCloudInfrastructureResourceIds): OCLOUD_ID, or derived from NETBOX_URL (internal/ocloud), the
+	// same the inventory API answers.
+	OCloudID uuid.UUID
 }
 
 // Event reasons of the host step. Created, Deleted and Failed are the words the chain uses for any object.
@@ -78,7 +84,8 @@ type Ensured struct {
 	// Ready: every requested host is claimed and available, and nothing is left to release.
 	Ready   bool
 	Message string
-	// IDs are the claimed hosts' identities (netbox-<id>), the request's oCloudInfrastructureResourceIds.
+	// IDs are the claimed hosts' inventory resource ids (ResourceIDs), the request's
+	// oCloudInfrastructureResourceIds; status.extensions.hosts keeps their identities (netbox-<id>).
 	IDs []string
 	// Soon asks for the next pass right after this one's writes land (candidates were just recorded and
 	// are claimed next, or a release checkpoint was recorded).
@@ -120,7 +127,25 @@ func (inv *Inventory) Ensure(ctx context.Context, c *framework.Cause, req spec.R
 	if msg, ok := inv.netboxWait(err); ok {
 		return Ensured{Message: msg}, nil
 	}
+	res.IDs, _ = inv.ResourceIDs(res.IDs)
 	return res, err
+}
+
+// ResourceIDs maps host identities (netbox-<id>, the form requests recorded before the ids were the
+// inventory's) to the inventory resource ids of the O-Cloud, computed as the inventory API computes them
+// (internal/ocloud), never looked up; other ids pass unchanged. changed: at least one was mapped.
+func (inv *Inventory) ResourceIDs(ids []string) (out []string, changed bool) {
+	if ids == nil {
+		return nil, false
+	}
+	out = make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if n, err := netbox.ParseIdentity(id); err == nil {
+			out[i], changed = ocloud.ResourceID(inv.cfg.OCloudID, n), true
+		}
+	}
+	return out, changed
 }
 
 func (inv *Inventory) ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
@@ -164,7 +189,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 			total++
 		}
 	}
-	if reg.available == total && len(releasing.pending) == 0 {
+	if reg.available == total && len(releasing.pending) == 0 && len(releasing.quarantining) == 0 && len(reg.refused) == 0 {
 		ids := make([]string, 0, total)
 		for _, s := range slots {
 			ids = append(ids, s.ID)
@@ -175,6 +200,9 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 	parts = append(parts, fmt.Sprintf("%d of %d hosts claimed", reg.claimed, total))
 	if n := len(releasing.pending); n > 0 {
 		parts = append(parts, fmt.Sprintf("releasing %d hosts no longer requested: %s", n, strings.Join(releasing.pending, "; ")))
+	}
+	if q := append(reg.refused, releasing.quarantining...); len(q) > 0 {
+		parts = append(parts, fmt.Sprintf("quarantining %d hosts and choosing others: %s", len(q), strings.Join(q, "; ")))
 	}
 	if len(chosen.missing) > 0 {
 		var m []string
@@ -189,7 +217,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 	if len(reg.waiting) > 0 && len(reg.waiting) <= 3 {
 		parts = append(parts, strings.Join(reg.waiting, "; "))
 	}
-	return Ensured{Message: strings.Join(parts, "; "), Soon: chosen.any || releasing.soon}
+	return Ensured{Message: strings.Join(parts, "; "), Soon: chosen.any || releasing.soon || len(reg.refused) > 0}
 }
 
 func sortedRoles(m map[string]int) []string {

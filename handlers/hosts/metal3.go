@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,6 +55,7 @@ func (inv *Inventory) ownedByRequest(annotations map[string]string, uid string) 
 type registration struct {
 	claimed, available int
 	waiting            []string // "netbox-<id>: what it waits for", one per host not available yet
+	refused            []string // "netbox-<id> (why)", one per host set aside in this pass
 }
 
 // registerClaimed registers the claimed hosts with Metal3 and looks at their state.
@@ -65,9 +67,21 @@ func (inv *Inventory) registerClaimed(ctx context.Context, c *framework.Cause, s
 			continue
 		}
 		r.claimed++
-		ready, detail, err := inv.registered(ctx, c, s, cluster)
+		ready, detail, refused, err := inv.registered(ctx, c, s, cluster)
 		if err != nil {
 			return registration{}, err
+		}
+		if refused {
+			why := "Metal3 could not register it with its BMC credentials: " + detail
+			// The BMC refused the credentials: the host is set aside, its position chosen again. The
+			// record lands first; the next passes remove our Metal3 objects (checkpoint) and quarantine
+			// the device (releaseSlots).
+			s.Surplus, s.Refused = true, why
+			c.Logger.Info("the BMC refused the claimed host's credentials; quarantining it and choosing another",
+				zap.String("host", s.ID), zap.String("why", why))
+			r.claimed--
+			r.refused = append(r.refused, fmt.Sprintf("%s (%s)", s.ID, why))
+			continue
 		}
 		if ready {
 			r.available++
@@ -92,25 +106,26 @@ func (inv *Inventory) register(ctx context.Context, c *framework.Cause, s *Slot,
 	return hostStepError(s, inv.ensureBareMetalHost(ctx, c, *s, dev, cluster))
 }
 
-// registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing.
-func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (bool, string, error) {
+// registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing; refused:
+// Metal3 reports that the BMC refused the credentials (credentialsRefused).
+func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (ready bool, detail string, refused bool, err error) {
 	id, _ := netbox.ParseIdentity(s.ID)
 	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, inv.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
-		return false, "", err
+		return false, "", false, err
 	}
 	if !found {
 		dev, err := inv.nb.GetDevice(ctx, id)
 		if err != nil {
-			return false, "", inventoryError(err)
+			return false, "", false, inventoryError(err)
 		}
-		return false, "registering with Metal3", inv.register(ctx, c, s, dev, cluster, nil)
+		return false, "registering with Metal3", false, inv.register(ctx, c, s, dev, cluster, nil)
 	}
 	if !inv.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
-		return false, "", hostStepError(s, &notOursError{"BareMetalHost", inv.cfg.Metal3Namespace + "/" + bmh.GetName()})
+		return false, "", false, hostStepError(s, &notOursError{"BareMetalHost", inv.cfg.Metal3Namespace + "/" + bmh.GetName()})
 	}
-	ready, detail := hostReady(bmh)
-	return ready, detail, nil
+	ready, detail = hostReady(bmh)
+	return ready, detail, credentialsRefused(bmh), nil
 }
 
 // ensureBMCSecret creates the Metal3 BMC Secret from the credentials (a live read first: Secrets are not
@@ -204,6 +219,25 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 		state = "not registered yet"
 	}
 	return false, state
+}
+
+// Metal3's words for a host it cannot register (baremetal-operator v0.13.2, what
+// testdata/reference/crds/metal3.io_baremetalhosts.yaml enumerates): recordActionFailure sets
+// operationalStatus "error" with errorType "registration error" when the BMC cannot be reached or refuses
+// the credentials while the host registers (the state stays "registering"). "provisioned registration
+// error" is the same on a host already provisioned: that one is a cluster's machine by then and is never
+// set aside here.
+const (
+	operationalError  = "error"
+	registrationError = "registration error"
+)
+
+// credentialsRefused: Metal3 could not register the host with its BMC credentials. The host cannot become
+// available with them, so it is quarantined and replaced (registerClaimed).
+func credentialsRefused(bmh *unstructured.Unstructured) bool {
+	op, _, _ := unstructured.NestedString(bmh.Object, "status", "operationalStatus")
+	errType, _, _ := unstructured.NestedString(bmh.Object, "status", "errorType")
+	return op == operationalError && errType == registrationError
 }
 
 // removal is one look at a host's Metal3 objects during its release.

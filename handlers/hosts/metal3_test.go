@@ -24,3 +24,26 @@ func TestMetal3ErrorMessageIsSanitised(t *testing.T) {
 	assert.LessOrEqual(t, len([]rune(detail)), maxMetal3Message)
 	assert.True(t, strings.HasPrefix(detail, "registration error: Failed to get power state"), detail)
 }
+
+// Only Metal3's registration error on a host being registered sets a host aside: not a host already
+// provisioned (a cluster's machine), not other errors, not an errorType left over once the host is OK.
+func TestCredentialsRefusedIsMetal3sRegistrationError(t *testing.T) {
+	for _, tc := range []struct {
+		op, errType string
+		want        bool
+	}{
+		{"error", "registration error", true},
+		{"error", "provisioned registration error", false},
+		{"error", "inspection error", false},
+		{"error", "power management error", false},
+		{"OK", "registration error", false},
+		{"discovered", "", false},
+		{"", "", false},
+	} {
+		bmh := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+			"operationalStatus": tc.op, "errorType": tc.errType, "errorMessage": "x",
+			"provisioning": map[string]any{"state": "registering"},
+		}}}
+		assert.Equal(t, tc.want, credentialsRefused(bmh), "%q/%q", tc.op, tc.errType)
+	}
+}

@@ -44,3 +44,18 @@ func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slo
 	s.forget()
 	return nil
 }
+
+// quarantineClaimed sets a claimed host whose BMC refused the credentials failed in NetBox, our uid
+// cleared, once our Metal3 objects are confirmed gone (the checkpoint): the last step of its release.
+// The event is posted only when this call committed it.
+func (inv *Inventory) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
+	res, err := inv.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
+	if err != nil {
+		return inventoryError(err)
+	}
+	s.Phase = PhaseReleased
+	if res == netbox.Quarantined {
+		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; another one takes its place", s.ID, netbox.ReasonCredentialsRefused, s.Refused))
+	}
+	return nil
+}

@@ -43,8 +43,8 @@ func (inv *Inventory) release(ctx context.Context, c *framework.Cause) (Released
 	if err != nil {
 		return Released{}, err
 	}
-	if len(p.pending) > 0 {
-		return Released{Message: strings.Join(p.pending, "; "), Soon: p.soon}, nil
+	if pending := append(p.pending, p.quarantining...); len(pending) > 0 {
+		return Released{Message: strings.Join(pending, "; "), Soon: p.soon}, nil
 	}
 	return Released{Done: true}, nil
 }
@@ -53,12 +53,23 @@ func (inv *Inventory) release(ctx context.Context, c *framework.Cause) (Released
 // pass should follow promptly.
 type releaseProgress struct {
 	pending []string
-	soon    bool
+	// quarantining: the same for hosts whose BMC refused the credentials ("netbox-<id> (why): step").
+	quarantining []string
+	soon         bool
+}
+
+func (p *releaseProgress) add(s *Slot, detail string) {
+	if s.Refused != "" {
+		p.quarantining = append(p.quarantining, fmt.Sprintf("%s (%s): %s", s.ID, s.Refused, detail))
+		return
+	}
+	p.pending = append(p.pending, detail)
 }
 
 // releaseSlots moves every selected slot one release step on, from the last slot to the first: our
 // Metal3 objects gone (checkpoint PhaseMetal3Released, in a pass of its own), then the device back to the
-// pool (PhaseReleased).
+// pool (PhaseReleased) — or, for a host whose BMC refused the credentials, quarantined in NetBox (failed,
+// our uid cleared, the reason in its changelog).
 func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slots []Slot, selected func(Slot) bool) (releaseProgress, error) {
 	uid := string(c.Object.GetUID())
 	var p releaseProgress
@@ -84,8 +95,14 @@ func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slot
 				r.detail, r.confirm = s.ID+": removed from Metal3", true
 			}
 			p.soon = p.soon || r.confirm
-			p.pending = append(p.pending, r.detail)
+			p.add(s, r.detail)
 		case PhaseMetal3Released:
+			if s.Refused != "" {
+				if err := inv.quarantineClaimed(ctx, c, s, id, uid); err != nil {
+					return releaseProgress{}, err
+				}
+				continue
+			}
 			res, err := inv.nb.Release(ctx, id, uid)
 			if err != nil {
 				return releaseProgress{}, inventoryError(err)
@@ -97,7 +114,8 @@ func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slot
 		default:
 			// An unknown phase (someone's edit) is released from the start: every step is idempotent.
 			s.Phase = PhaseClaimed
-			p.pending, p.soon = append(p.pending, s.ID+": releasing"), true
+			p.add(s, s.ID+": releasing")
+			p.soon = true
 		}
 	}
 	return p, nil

@@ -35,6 +35,10 @@ type Slot struct {
 	ID      string `json:"id,omitempty"`
 	Phase   string `json:"phase,omitempty"`
 	Surplus bool   `json:"surplus,omitempty"`
+	// Refused says why Metal3 could not register the claimed host (its BMC refused the credentials;
+	// sanitised, one line): the host is surplus, released with the checkpoints of a deletion but set
+	// failed in NetBox instead of staged, and its position gets another host.
+	Refused string `json:"refused,omitempty"`
 }
 
 // holds tells whether the slot may hold a device: a candidate's claim may have landed unanswered.
@@ -145,6 +149,9 @@ func writeSlots(c *framework.Cause, before, after []Slot) {
 		}
 		if s.Surplus {
 			m["surplus"] = true
+		}
+		if s.Refused != "" {
+			m["refused"] = s.Refused
 		}
 		list = append(list, m)
 	}

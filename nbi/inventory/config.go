@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
 )
 
 // Defaults of the OCLOUD_* and INVENTORY_* environment.
@@ -21,13 +23,9 @@ const (
 	overlap = 5 * time.Second
 )
 
-// defaultOCloudNamespace names the UUIDv5 space of a default O-Cloud id: derived from the NetBox URL,
-// so every replica and every restart of one installation agrees without configuration.
-var defaultOCloudNamespace = uuid.MustParse("6f3f8a0e-3a8e-5b41-9c4e-0b2d6f1e2a11")
-
 // Config describes the O-Cloud and how its view of NetBox is kept.
 type Config struct {
-	OCloudID        uuid.UUID     // OCLOUD_ID; default UUIDv5(namespace, NETBOX_URL)
+	OCloudID        uuid.UUID     // OCLOUD_ID; default UUIDv5(namespace, NETBOX_URL): internal/ocloud
 	GlobalCloudID   uuid.UUID     // OCLOUD_GLOBAL_CLOUD_ID: assigned by the SMO; default the nil UUID (none yet)
 	Name            string        // OCLOUD_NAME
 	Description     string        // OCLOUD_DESCRIPTION
@@ -43,8 +41,12 @@ type Config struct {
 // value is one line naming the variable.
 func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	oc, err := ocloud.IDFromEnv(getenv, netboxURL)
+	if err != nil {
+		return Config{}, err
+	}
 	cfg := Config{
-		OCloudID:         uuid.NewSHA1(defaultOCloudNamespace, []byte(strings.TrimRight(netboxURL, "/"))),
+		OCloudID:         oc,
 		Name:             DefaultName,
 		Description:      DefaultDescription,
 		RefreshInterval:  DefaultRefreshInterval,
@@ -54,7 +56,7 @@ func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error)
 	for _, u := range []struct {
 		env string
 		dst *uuid.UUID
-	}{{"OCLOUD_ID", &cfg.OCloudID}, {"OCLOUD_GLOBAL_CLOUD_ID", &cfg.GlobalCloudID}} {
+	}{{"OCLOUD_GLOBAL_CLOUD_ID", &cfg.GlobalCloudID}} {
 		if v := get(u.env); v != "" {
 			id, err := uuid.Parse(v)
 			if err != nil || len(v) != 36 {
@@ -101,10 +103,12 @@ func ConfigFromEnv(getenv func(string) string, netboxURL string) (Config, error)
 const DefaultMaxSubscriptions = 100
 
 // The ids of the inventory's objects: UUIDv5 in the O-Cloud's id of the NetBox (or Cluster API) object,
-// so they are the same on every replica and after every restart, and differ between O-Clouds.
+// so they are the same on every replica and after every restart, and differ between O-Clouds
+// (internal/ocloud, shared with the chain).
 
-// ResourceID is the id of the resource of NetBox device id.
-func (c Config) ResourceID(device int32) string { return c.id("netbox/dcim.device/%d", device) }
+// ResourceID is the id of the resource of NetBox device id: what the chain records in a request's
+// oCloudInfrastructureResourceIds.
+func (c Config) ResourceID(device int32) string { return ocloud.ResourceID(c.OCloudID, device) }
 
 // ResourcePoolID is the id of the pool of NetBox site id.
 func (c Config) ResourcePoolID(site int32) string { return c.id("netbox/dcim.site/%d/pool", site) }
@@ -122,6 +126,4 @@ func (c Config) DeploymentManagerID(clusterUID string) string {
 	return c.id("cluster.x-k8s.io/Cluster/%s", clusterUID)
 }
 
-func (c Config) id(format string, args ...any) string {
-	return uuid.NewSHA1(c.OCloudID, []byte(fmt.Sprintf(format, args...))).String()
-}
+func (c Config) id(format string, args ...any) string { return ocloud.ID(c.OCloudID, format, args...) }

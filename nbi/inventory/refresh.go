@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +38,10 @@ type Refresher struct {
 	runs *prometheus.CounterVec
 
 	devices, sites, types mark
+
+	mu           sync.Mutex
+	failing      error     // the last refresh's error; nil once one succeeds
+	failingSince time.Time // when the refreshes began to fail
 }
 
 // mark is the newest last_updated seen in a collection (NetBox's clock), when it moved (ours), and
@@ -154,22 +160,55 @@ func (r *Refresher) Refresh(ctx context.Context, full bool) error {
 		result = "error"
 	}
 	r.runs.WithLabelValues(kind, result).Inc()
+	if ctx.Err() == nil {
+		r.mu.Lock()
+		if err != nil && r.failing == nil {
+			r.failingSince = r.view.now()
+		}
+		r.failing = err
+		r.mu.Unlock()
+	}
 	return err
+}
+
+// maxDegraded bounds the NetBox error quoted in the /readyz line.
+const maxDegraded = 300
+
+// Degraded says why the inventory cannot list NetBox ("" while its last refresh succeeded, or failed
+// because NetBox is down: that is the NetBox client's line): the
+// operator's /readyz line "degraded: inventory: …" (framework OnDegraded). A token without read access to
+// sites or device types, for one, fails every refresh while claims still work; the inventory API then
+// answers its last view, or 503 before the first, and the provisioning API still answers the resource
+// ids (computed, never looked up), which resolve only once a refresh succeeds.
+func (r *Refresher) Degraded() string {
+	r.mu.Lock()
+	err, since := r.failing, r.failingSince
+	r.mu.Unlock()
+	if err == nil || netbox.IsOutage(err) {
+		// NetBox being down is NetBox's own line (netbox.Client.Degraded): said once, not twice.
+		return ""
+	}
+	answer := "the inventory API answers 503 until one succeeds (no view yet)"
+	if synced, last := r.view.Synced(); synced {
+		answer = "the inventory API answers its view of " + last.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("cannot list NetBox since %s: %s; %s", since.UTC().Format(time.RFC3339),
+		netbox.SanitizeMessage(err.Error(), maxDegraded), answer)
 }
 
 func (r *Refresher) refresh(ctx context.Context, full bool) error {
 	at := r.view.now()
 	sites, err := r.src.ListInventorySites(ctx, r.sites.since(full))
 	if err != nil {
-		return err
+		return fmt.Errorf("listing sites: %w", err)
 	}
 	types, err := r.src.ListInventoryDeviceTypes(ctx, r.types.since(full))
 	if err != nil {
-		return err
+		return fmt.Errorf("listing device types: %w", err)
 	}
 	devs, err := r.src.ListInventoryDevices(ctx, r.devices.since(full), full)
 	if err != nil {
-		return err
+		return fmt.Errorf("listing devices: %w", err)
 	}
 	// Details first, so that pools and types created by the devices carry them.
 	r.view.applySites(sites)

@@ -15,13 +15,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 )
 
 const invBase = "/o2ims-infrastructureInventory/v1"
 
 // The operator binary with the shipped RBAC: a subscription made through the NBI (a ConfigMap), a
-// request with a host through the NBI to FULFILLED, its infrastructureResourceIds resolving to
-// inventory resources whose extensions name it, the claim and the release notified to the SMO.
+// request with a host through the NBI to FULFILLED, its infrastructureResourceIds (the CR's, read with
+// kubectl, the same as the NBI's) resolving to inventory resources whose extensions name it, the claim
+// and the release notified to the SMO.
 func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 	smoRecv := smo.New()
 	defer smoRecv.Close()
@@ -51,6 +53,17 @@ func TestInventoryJoinAndNotificationsThroughTheBinary(t *testing.T) {
 	require.Len(t, got.Set.Infra, 1)
 	rid := got.Set.Infra[0]
 	require.False(t, strings.HasPrefix(rid, "netbox-"), "answered as an inventory resource id: %s", rid)
+	// One id everywhere: the CR, read as FOCOM reads it (the API server, here with the real kubectl),
+	// records the id the NBI answers; the host's identity stays in status.extensions.hosts.
+	kubectl := func(jsonpath string) string {
+		out, err := st.KubectlRun(context.Background(), "get", "provisioningrequests.o2ims.provisioning.oran.org", "e2e-inv",
+			"-o", "jsonpath="+jsonpath)
+		require.NoError(t, err, out)
+		lines := strings.Split(strings.TrimSpace(out), "\n") // kubectl may warn before its answer
+		return strings.TrimSpace(lines[len(lines)-1])
+	}
+	assert.Equal(t, rid, kubectl("{.status.provisionedResourceSet.oCloudInfrastructureResourceIds[*]}"), "the CR's id is the NBI's")
+	assert.Regexp(t, `^netbox-\d+$`, kubectl("{.status.extensions.hosts[*].id}"))
 
 	_, _, body = call(t, http.MethodGet, operator.NBIURL+invBase+"/resourcePools", nil)
 	var pools []map[string]any
@@ -143,4 +156,33 @@ func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 	eventually(t, 60*time.Second, func() bool { return len(smoRecv.Notifications()) > 0 }, "never delivered after the restart")
 	post := smoRecv.Notifications()[0].Body["postObjectState"].(map[string]any)
 	assert.Equal(t, "netbox-"+strconv.Itoa(int(free)), post["extensions"].(map[string]any)["hostIdentity"])
+}
+
+// A NetBox token that cannot read sites (NetBox answers, the claims work): the operator is ready, and
+// /readyz says the inventory cannot list and why; once NetBox lets it list, the line goes, no restart.
+func TestReadyzSaysWhyTheInventoryCannotList(t *testing.T) {
+	nb := netboxsim.New(netboxsim.Options{Tokens: []string{st.NetBoxToken()}})
+	for _, f := range netboxsim.StandardFields() {
+		nb.AddCustomField(f)
+	}
+	nb.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusForbidden, Count: 1 << 30,
+		Body: `{"detail":"You do not have permission to perform this action."}`})
+	srv := nb.Start()
+	defer nb.Close()
+	p := launch(t, launchOptions{Name: "cannot-list", NetBoxURL: srv.URL, Env: map[string]string{"INVENTORY_REFRESH_INTERVAL": "1"}})
+	var body string
+	eventually(t, 60*time.Second, func() bool {
+		var c int
+		c, body = p.get("/readyz")
+		return c == http.StatusOK && strings.Contains(body, "degraded: inventory:")
+	}, "/readyz never said the inventory cannot list: %s", lazy(func() string { return body }))
+	assert.Regexp(t, `^ok\ndegraded: inventory: cannot list NetBox since \S+Z: listing sites: .*\(HTTP 403\).*; the inventory API answers 503 until one succeeds \(no view yet\)\n$`, body)
+	code, _, b := call(t, http.MethodGet, p.NBIURL+invBase+"/resourcePools", nil)
+	assert.Equal(t, http.StatusServiceUnavailable, code, string(b))
+
+	nb.ClearFaults()
+	eventually(t, 30*time.Second, func() bool { _, body = p.get("/readyz"); return body == "ok\n" },
+		"the line stayed once the inventory could list: %s", lazy(func() string { return body }))
+	code, _, b = call(t, http.MethodGet, p.NBIURL+invBase+"/resourcePools", nil)
+	assert.Equal(t, http.StatusOK, code, string(b))
 }
