@@ -81,9 +81,9 @@ const (
 	eventRetryMax   = 10 * time.Second
 )
 
-// eventBackoff is the operator's one backoff, jittered so that writers retrying after an API-server
-// restart do not come back in step.
-var eventBackoff = backoff.Exponential{Base: eventRetryFirst, Max: eventRetryMax, Jitter: 1}
+// eventBackoff is the operator's one backoff, jittered (±25%) so that writers retrying after an
+// API-server restart do not come back in step; eventRetryMax caps the doubling before the jitter.
+var eventBackoff = backoff.Exponential{Base: eventRetryFirst, Max: eventRetryMax, Jitter: 0.5}
 
 // eventRecorder posts core/v1 Events without dropping them under a burst.
 //

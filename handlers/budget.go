@@ -64,6 +64,5 @@ func (h *Handlers) waitWithinBudgetFor(c *framework.Cause, stage, message, detai
 		return h.fail(c, fmt.Sprintf("Provisioning request failed; reason: timed out after %s waiting for %s (last: %s)",
 			h.cfg.CreationTimeout, waitedFor[stage], message))
 	}
-	h.setStatus(c, v1alpha1.StateProgressing, message)
-	return framework.Temporary(min(recheck, h.cfg.Requeue), "%s", message)
+	return h.waitFor(c, message, min(recheck, h.cfg.Requeue))
 }

@@ -339,8 +339,19 @@ func TestLostCreateThatDidNotLandIsSentAgain(t *testing.T) {
 	c := startChain(t, srv, "lostnot", func(c *Config) { c.Requeue = 500 * time.Millisecond }, rec)
 	createPR(t, srv, provisioningRequest("lostnot-1", "lostnot", tmplOK, map[string]any{"clusterName": "edge-lostnot-1"}))
 	waitState(t, srv, "lostnot-1", v1alpha1.StateFulfilled, 30*time.Second)
-	assert.Equal(t, 2, c.rec.Count("POST", "/packagevariants"), "sent once more after the read-back found nothing")
+	// Twice at least: the lost one, then the one sent after the read-back (a pass that runs before the
+	// cache sees the created object may send a third, answered 409 and settled by reading back).
+	assert.GreaterOrEqual(t, c.rec.Count("POST", "/packagevariants"), 2, "never sent again after the read-back found nothing")
 	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lostnot-1"), 1, "no read-back")
+	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	n := 0
+	for _, pv := range list.Items {
+		if pv.GetAnnotations()[AnnotationDownstream] == "edge-lostnot-1" {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "one package variant for the request")
 	assert.True(t, hasEvent(eventsOf(t, srv, "lostnot-1"), corev1.EventTypeNormal, EventCreated, "Created package variant default/lostnot-1"))
 	said := strings.Join(c.rec.Bodies("PATCH", "/provisioningrequests/lostnot-1/status"), "\n")
 	assert.Contains(t, said, "the package variant create did not land and will be retried")
@@ -444,14 +455,20 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	before, _ := getPR(t, srv, "python-1")
 
 	c := startChain(t, srv, "python", selecting(as), nil)
-	eventually(t, 20*time.Second, func() bool { return c.rec.Count("GET", "") > 0 }, "the operator never started")
-	time.Sleep(2 * time.Second)
+	// A request of the same selection created after the start, handled to the end: by then the operator
+	// has had the captured one in its queue from its first listing, so the checks below are not vacuous.
+	sentinel := provisioningRequest("sentinel-python", "python", tmplOK, map[string]any{"clusterName": "edge-sentinel-python"})
+	sentinel.SetLabels(map[string]string{pyimage.ScenarioLabel: "python"})
+	createPR(t, srv, sentinel)
+	waitState(t, srv, "sentinel-python", v1alpha1.StateFulfilled, 30*time.Second)
+	eventually(t, 10*time.Second, func() bool { return c.rec.Count("GET", "") > 0 }, "the operator never started")
 	after, _ := getPR(t, srv, "python-1")
 	// It holds nothing (no PackageVariant left, no hosts): not even a finalizer is written.
 	assert.Empty(t, after.GetFinalizers())
 	assert.Empty(t, c.rec.Writes("/provisioningrequests/python-1"), "a request that holds nothing was written")
 	assert.Equal(t, before.Object["status"], after.Object["status"], "status changed")
 	assert.Equal(t, before.GetAnnotations(), after.GetAnnotations(), "kopf state changed")
-	assert.Zero(t, c.rec.Count("POST", "/packagevariants"), "re-rendered a fulfilled request")
+	_, rendered := getPV(t, srv, "python-1")
+	assert.False(t, rendered, "re-rendered a fulfilled request")
 	assert.Empty(t, c.rec.Writes("/provisioningrequests/python-1/status"))
 }

@@ -15,9 +15,9 @@ import (
 //   - PackageVariant: Porch (v1.5.8) sets no observedGeneration on its conditions and rewrites nothing
 //     when Ready stays True, so the operator stamps the time of its update on the PackageVariant
 //     (AnnotationSpecUpdated). Ready counts for the new spec when its observedGeneration, if ever set, is
-//     the object's generation; else when Ready turned True after the update; else once RENDER_SETTLE
-//     has passed since the update with Ready still True (time enough for Porch to have reconciled it,
-//     whose failure it reports as Ready=False).
+//     the object's generation; else when Ready turned True after the update (Porch's clock against
+//     ours: a skew moves this by as much); else once RENDER_SETTLE has passed since the update with
+//     Ready still True — a time rule, not proof that Porch looked at the new spec.
 //   - Cluster: its status.observedGeneration (CAPI sets it in both versions) must have reached its
 //     metadata.generation before Available (or phase Provisioned) is believed.
 
@@ -68,16 +68,12 @@ func renderingReady(pv *unstructured.Unstructured, now time.Time, settle time.Du
 // clusterCurrent tells whether CAPI has observed the Cluster's current generation; a report on an older
 // one says nothing about what the request asks for now.
 func clusterCurrent(cl *unstructured.Unstructured) (bool, string) {
-	og, ok := generationOf(nestedValue(cl.Object, "status", "observedGeneration"))
+	raw, _, _ := unstructured.NestedFieldNoCopy(cl.Object, "status", "observedGeneration")
+	og, ok := generationOf(raw)
 	if !ok || og >= cl.GetGeneration() {
 		return true, ""
 	}
 	return false, fmt.Sprintf("Cluster API has not observed generation %d yet", cl.GetGeneration())
-}
-
-func nestedValue(obj map[string]any, fields ...string) any {
-	v, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
-	return v
 }
 
 // generationOf reads a generation as JSON decoding leaves it (int64 from the API machinery's decoder,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -83,6 +84,8 @@ func TestSpecChangeInFlightReachesThePackageVariant(t *testing.T) {
 		u, _ := getPR(t, srv, "inflight-1")
 		return strings.HasPrefix(v1alpha1.StatusOf(u).Message, "Cluster instance rendering ongoing")
 	}, "never waited on rendering")
+	first, ok := getPV(t, srv, "inflight-1")
+	require.True(t, ok)
 	patchPR(t, srv, "inflight-1", `{"spec":{"templateName":"`+tmplOK+`","templateVersion":"v2.0.0"}}`)
 	done := waitState(t, srv, "inflight-1", v1alpha1.StateFulfilled, 30*time.Second)
 	pv, ok := getPV(t, srv, "inflight-1")
@@ -94,7 +97,9 @@ func TestSpecChangeInFlightReachesThePackageVariant(t *testing.T) {
 	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
 	require.NoError(t, err)
 	assert.False(t, at.Before(stamp.Truncate(time.Second)), "fulfilled before the package variant had the new spec")
-	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"), "the package variant was re-created, not updated")
+	assert.Equal(t, first.GetUID(), pv.GetUID(), "the package variant was re-created, not updated")
+	assert.GreaterOrEqual(t, c.rec.Count("PUT", "/packagevariants/inflight-1"), 1, "no update sent")
+	assert.True(t, hasEvent(eventsOf(t, srv, "inflight-1"), corev1.EventTypeNormal, EventUpdated, "Updated package variant default/inflight-1"))
 }
 
 // A spec change of a fulfilled request: Porch (like v1.5.8) keeps Ready=True without a generation, so

@@ -278,7 +278,7 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 		}
 		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
 	}
-	c.Normal(EventCreated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
+	c.Normal(EventUpdated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
 	return updated, nil
 }
 

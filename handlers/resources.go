@@ -35,6 +35,7 @@ const (
 	EventDeleting    = "Deleting"    // deletion started
 	EventConflict    = "Conflict"    // a PackageVariant of that name belongs to someone else
 	EventCreated     = "Created"     // we created an object (PackageVariant, BareMetalHost, Secret)
+	EventUpdated     = "Updated"     // we rewrote our PackageVariant's spec for the request's new spec
 	EventAdopted     = "Adopted"     // we took over the PackageVariant the Python image made for the request
 	EventDeleted     = "Deleted"     // we deleted an object
 	// the host step's own reasons are in package hosts (HostClaimed, HostReleased, HostQuarantined)

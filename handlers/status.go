@@ -56,8 +56,13 @@ func (h *Handlers) fail(c *framework.Cause, message string) error {
 // wait records progress and asks for another pass after the safety-net interval; related watches wake the
 // request sooner when the awaited object changes.
 func (h *Handlers) wait(c *framework.Cause, message string) error {
+	return h.waitFor(c, message, h.cfg.Requeue)
+}
+
+// waitFor keeps the request progressing with message and looks again after recheck.
+func (h *Handlers) waitFor(c *framework.Cause, message string, recheck time.Duration) error {
 	h.setStatus(c, v1alpha1.StateProgressing, message)
-	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
+	return framework.Temporary(recheck, "%s", message)
 }
 
 // setResourceSet records provisionedResourceSet (both fields always present: the API requires them).

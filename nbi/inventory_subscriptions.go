@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -103,6 +104,10 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 		var full *inventory.TooManyError
 		if errors.As(err, &full) {
 			return newProblem(http.StatusConflict, "%v", err)
+		}
+		var lookup *callback.LookupError
+		if errors.As(err, &lookup) {
+			return newProblem(http.StatusServiceUnavailable, "%v; retry later", err).withHeader("Retry-After", "5")
 		}
 		return subscriptionStoreError(err)
 	}

@@ -2,6 +2,7 @@ package netbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -219,6 +220,11 @@ func (c *Client) bootstrapFields(ctx context.Context, rep *BootstrapReport) erro
 		}
 		if err := c.createField(ctx, s); err != nil {
 			rep.Fields[i].Outcome, rep.Fields[i].Detail = FieldNotCreated, err.Error()
+			var ne *Error
+			if errors.As(err, &ne) && ne.MayHaveLanded {
+				// The answer was lost: NetBox may hold the field now; a second run finds it either way.
+				rep.Fields[i].Detail = "may have been created (the answer was lost); run bootstrap again: " + err.Error()
+			}
 			for j := i + 1; j < len(specs); j++ {
 				if rep.Fields[j].Outcome == "" {
 					rep.Fields[j].Outcome, rep.Fields[j].Detail = FieldNotCreated, "not tried after the failure above"

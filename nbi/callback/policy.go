@@ -448,6 +448,11 @@ func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	addrs, err := p.lookup(ctx, host)
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout) && !dnsErr.IsNotFound {
+		// The resolver did not answer: nothing is known of the host yet, so it is not refused.
+		return nil, &LookupError{Host: host, Err: err}
+	}
 	if err != nil || len(addrs) == 0 {
 		detail := "it resolves to no address"
 		if err != nil {
@@ -457,6 +462,19 @@ func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 	}
 	return addrs, nil
 }
+
+// LookupError is a resolver that did not answer (a timeout, a temporary failure): retryable, and no
+// refusal — the policy has nothing to judge yet.
+type LookupError struct {
+	Host string
+	Err  error
+}
+
+func (e *LookupError) Error() string {
+	return fmt.Sprintf("callback host %q could not be resolved right now: %v", e.Host, e.Err)
+}
+
+func (e *LookupError) Unwrap() error { return e.Err }
 
 // Control is a net.Dialer Control hook: it refuses a connection to an address the policy refuses, on the
 // address about to be connected to (after every resolution).

@@ -260,3 +260,23 @@ func oracleInternal(a netip.Addr) bool {
 	return ip.IsLoopback() || ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast()
 }
+
+// A resolver that does not answer is no refusal: the caller is told to retry (a LookupError), and a
+// delivery counts it as failed, not refused; a name that does not exist is refused.
+func TestAResolverThatDoesNotAnswerIsNoRefusal(t *testing.T) {
+	for _, c := range []struct {
+		dnsErr  *net.DNSError
+		refused bool
+	}{
+		{&net.DNSError{Err: "i/o timeout", Name: "smo.example.com", IsTimeout: true}, false},
+		{&net.DNSError{Err: "server misbehaving", Name: "smo.example.com", IsTemporary: true}, false},
+		{&net.DNSError{Err: "no such host", Name: "smo.example.com", IsNotFound: true}, true},
+	} {
+		p := Default().WithLookup(func(context.Context, string) ([]netip.Addr, error) { return nil, c.dnsErr })
+		err := p.CheckURL(context.Background(), "https://smo.example.com/cb")
+		require.Error(t, err)
+		var lookup *LookupError
+		require.Equal(t, !c.refused, errors.As(err, &lookup), "%v", c.dnsErr)
+		require.Equal(t, c.refused, Refusal(err) != nil, "%v", c.dnsErr)
+	}
+}

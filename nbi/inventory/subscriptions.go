@@ -181,6 +181,9 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 		policy = callback.Default()
 	}
 	if err := policy.CheckURL(ctx, s.Callback); err != nil {
+		if callback.Refusal(err) == nil {
+			return Subscription{}, err // the resolver did not answer: retry later, not the caller's fault
+		}
 		return Subscription{}, &InvalidError{err.Error()}
 	}
 	if st.max > 0 {
