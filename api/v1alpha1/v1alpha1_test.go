@@ -16,7 +16,7 @@ import (
 // crd is the shipped CustomResourceDefinition, read as a generic tree.
 func crd(t *testing.T) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "base", "crd", Group+"_"+Resource+".yaml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "manifests", "crd", Group+"_"+Resource+".yaml"))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, yaml.Unmarshal(raw, &m))

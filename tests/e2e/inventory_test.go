@@ -149,7 +149,9 @@ func TestAChangeUndeliveredAtSIGKILLIsNotifiedAfterRestart(t *testing.T) {
 	eventually(t, 40*time.Second, func() bool { return smoRecv.Attempts() > 0 }, "the change was never tried (refresh interval 10 s)")
 
 	operator.Kill()
-	restarted, err := st.StartOperator(ctx, nil)
+	// Restarted as it was started (TestMain): with no selector it would handle the private requests of
+	// every later test's own operator too.
+	restarted, err := st.StartOperator(ctx, map[string]string{"PROVISIONING_REQUEST_SELECTOR": "!" + privateLabel})
 	require.NoError(t, err)
 	operator = restarted
 	smoRecv.Fail(0)
