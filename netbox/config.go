@@ -169,6 +169,11 @@ func (c Config) origin() (*url.URL, error) {
 			return nil, configErr("%s has an invalid port", EnvURL)
 		}
 	}
+	if h := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."); h == "invalid" || strings.HasSuffix(h, ".invalid") {
+		// RFC 6761: never resolves. The shipped manifests' placeholder is one, so that forgetting to set it
+		// is this line at start, not an outage that never ends.
+		return nil, configErr("%s names a host under .invalid, which never resolves (the manifests' placeholder?): set it to your NetBox", EnvURL)
+	}
 	return &url.URL{Scheme: strings.ToLower(u.Scheme), Host: u.Host}, nil
 }
 

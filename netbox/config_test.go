@@ -67,6 +67,7 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{"scheme", map[string]string{"NETBOX_URL": "ftp://nb.example.com"}, "NETBOX_URL"},
 		{"no host", map[string]string{"NETBOX_URL": "nb.example.com"}, "NETBOX_URL"},
 		{"bad port", map[string]string{"NETBOX_URL": "https://nb.example.com:99999"}, "NETBOX_URL"},
+		{"placeholder", map[string]string{"NETBOX_URL": "https://netbox.set-me.invalid"}, "NETBOX_URL"},
 		{"no token file", map[string]string{"NETBOX_TOKEN_FILE": ""}, "NETBOX_TOKEN_FILE"},
 		{"allow http", map[string]string{"NETBOX_ALLOW_HTTP": "yes please"}, "NETBOX_ALLOW_HTTP"},
 		{"timeout text", map[string]string{"NETBOX_TIMEOUT": "10s"}, "NETBOX_TIMEOUT"},
