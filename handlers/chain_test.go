@@ -303,15 +303,22 @@ func TestLostCreateAnswerIsSettledByReadingBack(t *testing.T) {
 	waitState(t, srv, "lost-1", v1alpha1.StateFulfilled, 30*time.Second)
 	assert.Equal(t, 1, c.rec.Count("POST", "/packagevariants"), "the create was retried blindly")
 	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lost-1"), 1, "no read-back")
+	assert.Equal(t, 1, packageVariantsFor(t, srv, "edge-lost-1"))
+}
+
+// packageVariantsFor counts the PackageVariants the API server holds for a cluster (our downstream
+// annotation).
+func packageVariantsFor(t *testing.T, srv *kubeapi.Server, clusterName string) int {
+	t.Helper()
 	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	n := 0
 	for _, pv := range list.Items {
-		if pv.GetAnnotations()[AnnotationDownstream] == "edge-lost-1" {
+		if pv.GetAnnotations()[AnnotationDownstream] == clusterName {
 			n++
 		}
 	}
-	assert.Equal(t, 1, n)
+	return n
 }
 
 // A create whose answer was lost and which did not land (the read-back finds nothing) is sent again, once
@@ -343,15 +350,7 @@ func TestLostCreateThatDidNotLandIsSentAgain(t *testing.T) {
 	// cache sees the created object may send a third, answered 409 and settled by reading back).
 	assert.GreaterOrEqual(t, c.rec.Count("POST", "/packagevariants"), 2, "never sent again after the read-back found nothing")
 	assert.GreaterOrEqual(t, c.rec.Count("GET", "/packagevariants/lostnot-1"), 1, "no read-back")
-	list, err := srv.AdminDynamic().Resource(external.PackageVariantGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
-	require.NoError(t, err)
-	n := 0
-	for _, pv := range list.Items {
-		if pv.GetAnnotations()[AnnotationDownstream] == "edge-lostnot-1" {
-			n++
-		}
-	}
-	assert.Equal(t, 1, n, "one package variant for the request")
+	assert.Equal(t, 1, packageVariantsFor(t, srv, "edge-lostnot-1"), "one package variant for the request")
 	assert.True(t, hasEvent(eventsOf(t, srv, "lostnot-1"), corev1.EventTypeNormal, EventCreated, "Created package variant default/lostnot-1"))
 	said := strings.Join(c.rec.Bodies("PATCH", "/provisioningrequests/lostnot-1/status"), "\n")
 	assert.Contains(t, said, "the package variant create did not land and will be retried")
