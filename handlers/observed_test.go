@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,4 +133,29 @@ func TestRedriveWaitsForPorchToReportOnTheNewSpec(t *testing.T) {
 	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
 	require.NoError(t, err)
 	assert.False(t, at.Before(stamp.Add(settle).Truncate(time.Second)), "fulfilled %s after the rewrite, before the settle of %s", at.Sub(stamp), settle)
+}
+
+// An update whose answer is lost (it landed) is settled by reading the package variant back: no blind
+// second update, no "retrying" status, one Updated event.
+func TestALostUpdateAnswerIsSettledByReadingBack(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	var puts atomic.Int32
+	rec := &kubeapi.Recorder{Fault: func(req *http.Request) bool {
+		return req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/packagevariants/lostupd-1") && puts.Add(1) == 1
+	}}
+	c := startChain(t, srv, "lostupd", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = time.Second }, rec)
+	createPR(t, srv, provisioningRequest("lostupd-1", "lostupd", tmplOK, map[string]any{"clusterName": "edge-lostupd-1"}))
+	waitState(t, srv, "lostupd-1", v1alpha1.StateFulfilled, 30*time.Second)
+	patchPR(t, srv, "lostupd-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	eventually(t, 30*time.Second, func() bool {
+		u, _ := getPR(t, srv, "lostupd-1")
+		pv, _ := getPV(t, srv, "lostupd-1")
+		ws, _, _ := unstructured.NestedString(pv.Object, "spec", "upstream", "workspaceName")
+		return v1alpha1.StatusOf(u).State == v1alpha1.StateFulfilled && ws == "v2.0.0" && specHandled(u)
+	}, "never fulfilled again on the new spec")
+	assert.Equal(t, 1, c.rec.Count("PUT", "/packagevariants/lostupd-1"), "the update was sent again blindly")
+	said := strings.Join(c.rec.Bodies("PATCH", "/provisioningrequests/lostupd-1/status"), "\n")
+	assert.NotContains(t, said, "retrying after", "a landed update was reported as a failure")
+	assert.Equal(t, 1, countEvents(eventsOf(t, srv, "lostupd-1"), EventUpdated))
 }

@@ -272,10 +272,23 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	ann[AnnotationSpecUpdated] = c.Now.UTC().Format(time.RFC3339Nano)
 	pv.SetAnnotations(ann)
 	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
-	if err != nil {
-		if framework.IsClass(err, framework.ClassConflict) {
+	if ae, _ := framework.AsAPIError(err); ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
+		// A lost answer, or a cache behind our own earlier update: only the live object tells whether
+		// the new spec is there; a blind retry could not.
+		if live, gerr := h.kube.Get(ctx, c, external.PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil &&
+			pvOwnedByRequest(live, c.Object) && rendersAlike(live.Object["spec"], want) {
+			c.Logger.Info("package variant update settled by read-back: the new spec is there", errField(err))
+			if live.GetAnnotations()[AnnotationSpecUpdated] == ann[AnnotationSpecUpdated] {
+				// This pass's write landed (its answer was lost): said once, as a write that answered is.
+				c.Normal(EventUpdated, "Updated package variant "+pvRef(live)+" to the request's new spec")
+			}
+			return live, nil
+		}
+		if ae.Class == framework.ClassConflict {
 			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed meanwhile and its update will be retried")
 		}
+	}
+	if err != nil {
 		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
 	}
 	c.Normal(EventUpdated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
