@@ -16,37 +16,6 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// Stand-ins for the Prometheus Operator's CRDs (the monitoring Component's kinds), schema-less: the test
-// is about what is created and deleted, not about the Prometheus Operator's validation.
-const prometheusOperatorCRDs = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: servicemonitors.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: prometheusrules.monitoring.coreos.com
-spec:
-  group: monitoring.coreos.com
-  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
-
 // What the site holds that is not the operator's: a request, a BareMetalHost and the BMC Secret the operator
 // wrote for it, an administrator's BMC credentials Secret.
 const siteObjects = `apiVersion: o2ims.provisioning.oran.org/v1alpha1
@@ -116,9 +85,14 @@ func TestRemovingAnAddOnLeavesTheCRDRequestsHostsAndSecrets(t *testing.T) {
 	crds, err := upstreamCRDs()
 	require.NoError(t, err)
 	dir := t.TempDir()
-	promCRDs := filepath.Join(dir, "prometheus-operator-crds.yaml")
-	require.NoError(t, os.WriteFile(promCRDs, []byte(prometheusOperatorCRDs), 0o600))
-	require.NoError(t, api.InstallCRDs(ctx, append(crds, promCRDs)...))
+	// The Prometheus Operator's own CRDs (testdata/reference/prometheus-operator, v0.93.0): the monitoring
+	// Component's objects are applied and deleted as that API server validates them.
+	for _, f := range []string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"} {
+		p, err := kubeapi.ReferenceFile(filepath.Join("prometheus-operator", f))
+		require.NoError(t, err)
+		crds = append(crds, p)
+	}
+	require.NoError(t, api.InstallCRDs(ctx, crds...))
 	kc, err := api.WriteKubeconfig(filepath.Join(dir, "kubeconfig"), "", "")
 	require.NoError(t, err)
 	assets, err := kubeapi.Assets()
