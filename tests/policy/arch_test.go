@@ -1,4 +1,4 @@
-package main
+package policy
 
 // The dependency arrows of docs/architecture.md, checked: the packages are read with `go list -json ./...`
 // (what the compiler sees, build tags included) and every rule below names the arrow it forbids. A new
