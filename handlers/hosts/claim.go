@@ -117,12 +117,12 @@ func (inv *Inventory) claim(ctx context.Context, c *framework.Cause, s *Slot, ui
 		return nil
 	}
 	if reason, msg, bad := dev.BMCDataProblem(); bad {
-		return inv.setAside(ctx, c, s, dev, uid, reason, msg)
+		return inv.setAside(ctx, c, s, dev, uid, defect{reason, msg})
 	}
 	creds, err := resolveCredentials(ctx, inv.core, inv.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	if errors.As(err, &problem) {
-		return inv.setAside(ctx, c, s, dev, uid, problem.reason, problem.message)
+		return inv.setAside(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
 	}
 	if err != nil {
 		return err

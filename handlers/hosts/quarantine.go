@@ -10,22 +10,27 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
+// defect is a deterministic reason to set a candidate aside: NetBox's word for it and what was found.
+type defect struct {
+	reason  netbox.QuarantineReason
+	message string
+}
+
 // setAside takes a candidate with a deterministic defect (BMC data, credentials) out of the choice:
 // quarantined when it is free; when it still carries our uid (half-reset), our uid is cleared first (a
 // quarantine never touches an owned device), so it is free for the next pass to quarantine or for someone
 // to fix.
-func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string,
-	reason netbox.QuarantineReason, msg string) error {
+func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) error {
 	if dev.OwnedBy(uid) {
 		if _, err := inv.nb.Release(ctx, dev.ID, uid); err != nil {
 			return inventoryError(err)
 		}
 		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
-			zap.String("host", s.ID), zap.String("reason", string(reason)))
+			zap.String("host", s.ID), zap.String("reason", string(d.reason)))
 		s.forget()
 		return nil
 	}
-	return inv.quarantine(ctx, c, s, dev, reason, msg)
+	return inv.quarantine(ctx, c, s, dev, d.reason, d.message)
 }
 
 // quarantine marks a free device failed with its reason, conditionally on the read it was judged by.
