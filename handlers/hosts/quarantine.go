@@ -20,9 +20,9 @@ type defect struct {
 // quarantined when it is free; when it still carries our uid (half-reset), our uid is cleared first (a
 // quarantine never touches an owned device), so it is free for the next pass to quarantine or for someone
 // to fix.
-func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) error {
+func (st *Step) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) error {
 	if dev.OwnedBy(uid) {
-		if _, err := inv.nb.Release(ctx, dev.ID, uid); err != nil {
+		if _, err := st.nb.Release(ctx, dev.ID, uid); err != nil {
 			return inventoryError(err)
 		}
 		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
@@ -30,13 +30,13 @@ func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot,
 		s.forget()
 		return nil
 	}
-	return inv.quarantine(ctx, c, s, dev, d.reason, d.message)
+	return st.quarantine(ctx, c, s, dev, d.reason, d.message)
 }
 
 // quarantine marks a free device failed with its reason, conditionally on the read it was judged by.
-func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
+func (st *Step) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
 	reason netbox.QuarantineReason, msg string) error {
-	switch err := inv.nb.Quarantine(ctx, dev, reason, msg); {
+	switch err := st.nb.Quarantine(ctx, dev, reason, msg); {
 	case err == nil:
 		// Only a committed quarantine is announced.
 		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
@@ -53,8 +53,8 @@ func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slo
 // quarantineClaimed sets a claimed host whose BMC refused the credentials failed in NetBox, our uid
 // cleared, once our Metal3 objects are confirmed gone (the checkpoint): the last step of its release.
 // The event is posted only when this call committed it.
-func (inv *Inventory) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
-	res, err := inv.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
+func (st *Step) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
+	res, err := st.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
 	if err != nil {
 		return inventoryError(err)
 	}
