@@ -4,7 +4,7 @@
 // ones with Metal3 and wait until they are available (metal3.go); on delete, or when the spec asks for
 // fewer, undo it in reverse with checkpoints (release.go). gauges.go counts the claimed hosts.
 //
-// The chain (package handlers) sees this package through its Hosts interface; Inventory is built with
+// The chain (package handlers) sees this package through its Hosts interface; Step is built with
 // everything it needs by New. Like the chain, it only fills the pass's patch and events.
 package hosts
 
@@ -56,8 +56,9 @@ const (
 	eventFailed      = "Failed"
 )
 
-// Inventory is the NetBox + Metal3 host step of the chain.
-type Inventory struct {
+// Step is the chain's host step on NetBox and Metal3: it claims, registers and releases the hosts a
+// request records. (The inventory is NetBox; nbi/inventory is the inventory API's view of it.)
+type Step struct {
 	cfg    Config
 	nb     *netbox.Client
 	core   kubernetes.Interface // Secrets: live, never cached
@@ -68,15 +69,15 @@ type Inventory struct {
 
 // New builds the step on a NetBox client and the operator's clients and cache, and registers its gauges
 // on reg (when not nil).
-func New(cfg Config, nb *netbox.Client, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Inventory {
-	inv := &Inventory{
+func New(cfg Config, nb *netbox.Client, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
+	st := &Step{
 		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
 		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind}),
 	}
 	if reg != nil {
-		reg.MustRegister(inv)
+		reg.MustRegister(st)
 	}
-	return inv
+	return st
 }
 
 // Ensured is one observation of the host step.
@@ -100,20 +101,20 @@ type Related struct {
 }
 
 // Reserved: the inventory's own fields cannot select hosts.
-func (inv *Inventory) Reserved() map[string]bool {
-	f := inv.nb.Fields()
+func (st *Step) Reserved() map[string]bool {
+	f := st.nb.Fields()
 	return map[string]bool{f.Managed: true, f.RequestUID: true, f.BMCAddress: true, f.BootMAC: true}
 }
 
 // Related wakes a request when one of its BareMetalHosts changes (registering → available).
-func (inv *Inventory) Related() []Related {
-	return []Related{{GVR: external.BareMetalHostGVR, Namespace: inv.cfg.Metal3Namespace,
-		Map: framework.ByAnnotation(inv.cfg.OwnerAnnotation, inv.cfg.UIDIndex)}}
+func (st *Step) Related() []Related {
+	return []Related{{GVR: external.BareMetalHostGVR, Namespace: st.cfg.Metal3Namespace,
+		Map: framework.ByAnnotation(st.cfg.OwnerAnnotation, st.cfg.UIDIndex)}}
 }
 
 // Settled: the request's records already hold a claimed host for every requested position and no surplus,
 // so a pass would claim, choose and release nothing.
-func (inv *Inventory) Settled(req spec.Request, u *unstructured.Unstructured) bool {
+func (st *Step) Settled(req spec.Request, u *unstructured.Unstructured) bool {
 	recorded, _ := ReadSlots(u)
 	return settled(req, recorded)
 }
@@ -122,19 +123,19 @@ func (inv *Inventory) Settled(req spec.Request, u *unstructured.Unstructured) bo
 // recorded candidates are claimed, empty positions get candidates, and claimed hosts are registered with
 // Metal3. The records change only in the pass's status patch (see the phases in slots.go). NetBox being
 // unusable is a wait naming why (outage.go), not an error.
-func (inv *Inventory) Ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
-	res, err := inv.ensure(ctx, c, req)
-	if msg, ok := inv.netboxWait(err); ok {
+func (st *Step) Ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
+	res, err := st.ensure(ctx, c, req)
+	if msg, ok := st.netboxWait(err); ok {
 		return Ensured{Message: msg}, nil
 	}
-	res.IDs, _ = inv.ResourceIDs(res.IDs)
+	res.IDs, _ = st.ResourceIDs(res.IDs)
 	return res, err
 }
 
 // ResourceIDs maps host identities (netbox-<id>, the form requests recorded before the ids were the
 // inventory's) to the inventory resource ids of the O-Cloud, computed as the inventory API computes them
 // (internal/ocloud), never looked up; other ids pass unchanged. changed: at least one was mapped.
-func (inv *Inventory) ResourceIDs(ids []string) (out []string, changed bool) {
+func (st *Step) ResourceIDs(ids []string) (out []string, changed bool) {
 	if ids == nil {
 		return nil, false
 	}
@@ -142,13 +143,13 @@ func (inv *Inventory) ResourceIDs(ids []string) (out []string, changed bool) {
 	for i, id := range ids {
 		out[i] = id
 		if n, err := netbox.ParseIdentity(id); err == nil {
-			out[i], changed = ocloud.ResourceID(inv.cfg.OCloudID, n), true
+			out[i], changed = ocloud.ResourceID(st.cfg.OCloudID, n), true
 		}
 	}
 	return out, changed
 }
 
-func (inv *Inventory) ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
+func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request) (Ensured, error) {
 	recorded, err := ReadSlots(c.Object)
 	if err != nil {
 		// Someone else's edit must not block the request; the claims themselves are safe in NetBox.
@@ -160,20 +161,20 @@ func (inv *Inventory) ensure(ctx context.Context, c *framework.Cause, req spec.R
 	defer func() { writeSlots(c, before, slots) }()
 
 	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion.
-	releasing, err := inv.releaseSlots(ctx, c, slots, func(s Slot) bool { return s.Surplus })
+	releasing, err := st.releaseSlots(ctx, c, slots, func(s Slot) bool { return s.Surplus })
 	if err != nil {
 		return Ensured{}, err
 	}
 	slots = slices.DeleteFunc(slots, func(s Slot) bool { return s.Surplus && !s.holds() })
 
-	if err := inv.claimCandidates(ctx, c, slots, req.ClusterName); err != nil {
+	if err := st.claimCandidates(ctx, c, slots, req.ClusterName); err != nil {
 		return Ensured{}, err
 	}
-	chosen, err := inv.choose(ctx, req, slots)
+	chosen, err := st.choose(ctx, req, slots)
 	if err != nil {
 		return Ensured{}, err
 	}
-	reg, err := inv.registerClaimed(ctx, c, slots, req.ClusterName)
+	reg, err := st.registerClaimed(ctx, c, slots, req.ClusterName)
 	if err != nil {
 		return Ensured{}, err
 	}

@@ -1,4 +1,4 @@
-package main
+package policy
 
 // The repository stands alone: a bare clone builds, tests and runs with nothing beside it. These tests read
 // the checkout as git sees it (what a clone gets), not the working directory's leftovers.
