@@ -29,6 +29,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -371,14 +372,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		nbiCfg.Chain.Reserved = hostStep.Reserved()
 	}
 
-	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())
+	var srv *nbi.Server // its address is read by the callback policy once it listens
+	invAPI, err := inv.serve(cacheStore{op}, func() string { return srv.Addr() }, op, chainCfg, clusterVersion, podNS)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if inv != nil {
-		if err := inv.serve(srv, op, chainCfg, clusterVersion, podNS); err != nil {
-			return fail("%v", err)
-		}
+	provAPI, err := provisioning.New(cacheStore{op}, clients.Dynamic, invAPI.ResourceIDs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if srv, err = nbi.New(nbiCfg, clients.Kubernetes, log.Named("nbi"), op.Registry(), provAPI, invAPI); err != nil {
+		return fail("%v", err)
 	}
 	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
 	op.OnStartup("start_northbound", func(context.Context) error {
