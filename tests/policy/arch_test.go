@@ -58,6 +58,11 @@ var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "handler
 // it serves and the live API access it shares with the chain.
 var hostsMayUse = []string{"handlers/spec", "handlers/kube"}
 
+// nbiAPIs are the northbound APIs: handler types that register their routes on the shell (nbi), which
+// knows none of them; they meet only in main (the inventory's resource ids answered by the provisioning
+// API are wired there).
+var nbiAPIs = []string{"nbi/provisioning", "nbi/inventoryapi"}
+
 // shared is the infrastructure both API clients and the leaves use (token files, redirects, backoff, text
 // and JSON helpers): it imports nothing of ours outside shared and no k8s.io module, so it adds no arrow
 // (netbox stays free of Kubernetes, a leaf stays pure).
@@ -106,6 +111,10 @@ func importViolations(pkgs []goPackage) []string {
 				flag(p, imp, "handlers/kube is API access only: it knows no chain, host step or inventory")
 			case under(me, "handlers") && imp == "k8s.io/client-go/util/workqueue":
 				flag(p, imp, "handlers never touch the workqueue (the framework owns it)")
+			case me == "nbi" && ours && slices.Contains(nbiAPIs, them):
+				flag(p, imp, "the NBI's shell knows no API: each registers its routes on it")
+			case slices.Contains(nbiAPIs, me) && ours && slices.Contains(nbiAPIs, them) && them != me:
+				flag(p, imp, "one API never imports another: main wires what they share")
 			case under(me, "nbi") && ours && under(them, "framework"):
 				flag(p, imp, "the NBI reconciles nothing: it reads a Store and writes through the API server")
 			case under(me, "nbi") && ours && under(them, "handlers") && them != "handlers/spec":
@@ -255,7 +264,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The rules name these; if one moved, the rules would silently pass over it.
-	for _, want := range append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox"}, alone...) {
+	for _, want := range append(append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox"}, nbiAPIs...), alone...) {
 		require.True(t, seen[want], "package %s is gone: update docs/architecture.md and arch_test.go", want)
 	}
 
@@ -297,6 +306,11 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "handlers/kube", imports: []string{m("handlers")}},
 			{pkg: "handlers/kube", imports: []string{m("netbox")}},
 			{pkg: "nbi", imports: []string{m("handlers")}},
+			{pkg: "nbi", imports: []string{m("nbi/provisioning")}},
+			{pkg: "nbi", imports: []string{m("nbi/inventoryapi")}},
+			{pkg: "nbi/inventoryapi", imports: []string{m("nbi/provisioning")}},
+			{pkg: "nbi/provisioning", imports: []string{m("handlers/hosts")}},
+			{pkg: "nbi/inventoryapi", imports: []string{m("framework")}},
 			{pkg: "nbi/inventory", imports: []string{m("framework")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
 			{pkg: "api/v1alpha1", imports: []string{m("handlers/spec")}},
@@ -313,7 +327,9 @@ func TestImportBoundaries(t *testing.T) {
 		}
 		// What the design allows stays allowed.
 		assert.Empty(t, importViolations([]goPackage{
-			{ImportPath: m("nbi"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("handlers/spec"), m("nbi/query"), m("netbox")}},
+			{ImportPath: m("nbi"), Imports: []string{m("api/v1alpha1"), m("internal/quote"), m("nbi/query")}},
+			{ImportPath: m("nbi/provisioning"), Imports: []string{m("api/v1alpha1"), m("handlers/spec"), m("nbi"), m("nbi/query")}},
+			{ImportPath: m("nbi/inventoryapi"), Imports: []string{m("api/external"), m("api/v1alpha1"), m("nbi"), m("nbi/callback"), m("nbi/inventory"), m("nbi/query"), m("netbox")}},
 			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/hosts"), m("handlers/kube")}},
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
@@ -323,7 +339,7 @@ func TestImportBoundaries(t *testing.T) {
 			{ImportPath: m("netbox"), Imports: []string{clockPackage}, Deps: []string{clockPackage}},
 			{ImportPath: m("nbi/query"), Imports: []string{m("internal/bearer")}},
 			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
-			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("netbox")}},
+			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("nbi/provisioning"), m("nbi/inventoryapi"), m("netbox")}},
 		}))
 
 		dir := t.TempDir()
