@@ -30,7 +30,7 @@ const (
 var sizeAllowed = []string{
 	"framework/operator.go Operator.Run", // Operator.Run as startup / sync / work / drain
 	"main.go run",                        // main.run as wiring you can read
-	"nbi/",                               // the NBI, split along its APIs
+	"nbi/inventory/",                     // the inventory model (View.appendChange), changed elsewhere
 }
 
 // sizeOffender is one function over a limit.
