@@ -31,8 +31,8 @@ type inventoryWiring struct {
 	log       *zap.Logger
 }
 
-// newInventory builds the view over nb; it starts refreshing in a startup activity registered after
-// the NetBox check.
+// newInventory builds the view over nb and adds its refresher, a runnable of every replica: it starts
+// once the startup activities (the NetBox check first) are done.
 func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, log *zap.Logger) (*inventoryWiring, error) {
 	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
 	if err != nil {
@@ -52,10 +52,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	if err != nil {
 		return nil, err
 	}
-	op.OnStartup("inventory", func(ctx context.Context) error {
-		go r.Run(ctx)
-		return nil
-	})
+	op.Add(r)
 	op.OnProbe("inventory", view.Probe)
 	// A refresh that keeps failing (NetBox down, or a token that cannot read sites or device types) is
 	// a /readyz line saying why; the ids the NBI answers are computed and answered all the same.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -37,7 +39,9 @@ type Change struct {
 type View struct {
 	cfg   Config
 	owner func(uid string) string // a request's name by uid; nil: none known
-	now   func() time.Time
+	clock clock.WithTicker        // stamps changes and refreshes, and paces the refresher
+	// synced is closed once a full listing has been applied (the notifier waits for it).
+	synced chan struct{}
 
 	mu          sync.RWMutex
 	devices     map[int32]*device
@@ -54,7 +58,6 @@ type View struct {
 	byType      map[string]int32
 	rev         uint64
 	snap        *Snapshot
-	synced      bool
 	lastRefresh time.Time // last successful refresh from NetBox
 	sinks       []func([]Change)
 }
@@ -78,7 +81,7 @@ type typeDetail struct {
 // extensions.
 func NewView(cfg Config, owner func(uid string) string) *View {
 	return &View{
-		cfg: cfg, owner: owner, now: time.Now,
+		cfg: cfg, owner: owner, clock: clock.RealClock{}, synced: make(chan struct{}),
 		devices: map[int32]*device{}, byResource: map[string]int32{},
 		sites: map[int32]siteDetail{}, types: map[int32]typeDetail{},
 		poolRefs: map[int32]int{}, typeRefs: map[int32]int{},
@@ -102,8 +105,20 @@ func (v *View) OnChange(fn func([]Change)) {
 func (v *View) Synced() (synced bool, lastRefresh time.Time) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.synced, v.lastRefresh
+	return v.isSynced(), v.lastRefresh
 }
+
+func (v *View) isSynced() bool {
+	select {
+	case <-v.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncedC is closed once the view has applied a full listing.
+func (v *View) syncedC() <-chan struct{} { return v.synced }
 
 // Resource answers one resource of a pool.
 func (v *View) Resource(poolID, id string) (*Entry, bool) {
@@ -241,7 +256,7 @@ func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Cha
 		old.rec = *rec
 		return changes
 	}
-	now := v.now()
+	now := v.clock.Now()
 	var prior *Entry
 	v.devices[rec.ID] = &device{rec: *rec, entry: entry}
 	v.byResource[entry.ID] = rec.ID
@@ -272,7 +287,7 @@ func (v *View) removeLocked(id int32, changes []Change) []Change {
 	if !ok {
 		return changes
 	}
-	now := v.now()
+	now := v.clock.Now()
 	delete(v.devices, id)
 	delete(v.byResource, old.entry.ID)
 	v.rev++
@@ -358,7 +373,7 @@ func (v *View) applySites(rows []netbox.InventorySite) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var changes []Change
-	now := v.now()
+	now := v.clock.Now()
 	for _, s := range rows {
 		v.sites[s.ID] = siteDetail{site: s, listed: true}
 		if v.poolRefs[s.ID] > 0 {
@@ -373,7 +388,7 @@ func (v *View) applyTypes(rows []netbox.InventoryDeviceType) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var changes []Change
-	now := v.now()
+	now := v.clock.Now()
 	for _, t := range rows {
 		v.types[t.ID] = typeDetail{t: t, listed: true}
 		if v.typeRefs[t.ID] > 0 {
@@ -396,8 +411,8 @@ func (v *View) emitLocked(changes []Change) {
 func (v *View) refreshed(full bool, at time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if full {
-		v.synced = true
+	if full && !v.isSynced() {
+		close(v.synced)
 	}
 	v.lastRefresh = at
 }
