@@ -61,9 +61,9 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 }
 
 // serve builds the inventory API with its subscriptions (Clusters come from the operator's cache,
-// subscriptions are ConfigMaps in namespace; nbiAddr is the NBI's listener) and starts the notifier,
-// which delivers only while this replica leads. Without an inventory (iw nil) the API serves no route,
-// only its root's errors (inventoryapi.Unserved).
+// subscriptions are ConfigMaps in namespace; nbiAddr is the NBI's listener) and adds the notifier, a
+// runnable of the leader: only the replica holding the lease delivers. Without an inventory (iw nil)
+// the API serves no route, only its root's errors (inventoryapi.Unserved).
 func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) (*inventoryapi.API, error) {
 	if iw == nil {
 		return inventoryapi.Unserved(), nil
@@ -88,14 +88,7 @@ func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *fra
 		return nil, err
 	}
 	iw.notifier = n
-	op.OnStartup("inventory_notifier", func(ctx context.Context) error {
-		go func() {
-			if err := n.Run(ctx, op.Leading); err != nil {
-				iw.log.Error("the inventory notifier stopped", zap.Error(err))
-			}
-		}()
-		return nil
-	})
+	op.Add(n)
 	return inventoryapi.New(iw.view, dms, iw.subs, n.AddSubscription), nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,7 +124,7 @@ func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prome
 		Policy: se.policy,
 	}, view, se.subs, nil, nil, reg)
 	require.NoError(se.T, err)
-	go func() { _ = n.Run(ctx, func() bool { return true }) }()
+	go func() { _ = n.Start(ctx) }()
 	return n
 }
 
@@ -300,16 +299,15 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	se.subscribe(r.URL(), "(eq,objectType,resource)")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var leading atomic.Bool
 	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: se.policy},
 		se.view, se.subs, nil, nil, nil)
 	require.NoError(t, err)
-	go func() { _ = n.Run(ctx, leading.Load) }()
+	require.True(t, n.NeedLeaderElection(), "the notifier is a runnable of the leader: the framework starts it on leading")
 	require.NoError(t, se.sim.SetStatus(3, "offline"))
 	require.NoError(t, se.refresher.Refresh(ctx, false))
 	time.Sleep(500 * time.Millisecond)
 	require.Zero(t, r.Attempts(), "a replica that does not lead delivers nothing")
-	leading.Store(true)
+	go func() { _ = n.Start(ctx) }() // leading
 	// Once it leads it starts from the progress stored at creation: the change made while nobody
 	// delivered comes first, then what follows, in order.
 	time.Sleep(400 * time.Millisecond)

@@ -1,0 +1,126 @@
+package inventory
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+)
+
+// notifierEnv is a notifier over an empty, synced view and a fake clientset's ConfigMaps, delivering to a
+// loopback receiver; the clock is fake, so nothing is polled, persisted or retried unless a test steps it.
+type notifierEnv struct {
+	n     *Notifier
+	store *SubscriptionStore
+	recv  *smo.Receiver
+	clock *clocktesting.FakeClock
+}
+
+func newNotifierEnv(t *testing.T, cfg NotifierConfig) *notifierEnv {
+	t.Helper()
+	policy, err := callback.New(callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	require.NoError(t, err)
+	e := &notifierEnv{recv: smo.New(), clock: clocktesting.NewFakeClock(time.Now())}
+	t.Cleanup(e.recv.Close)
+	view := NewView(Config{}, nil)
+	view.clock = e.clock
+	view.refreshed(true, e.clock.Now())
+	e.store = NewSubscriptionStore(fake.NewClientset(), "o2ims").WithPolicy(policy)
+	cfg.Policy, cfg.Clock = policy, e.clock
+	e.n, err = NewNotifier(cfg, view, e.store, nil, nil, nil)
+	require.NoError(t, err)
+	return e
+}
+
+// run starts the notifier with a subscription to the receiver and waits until it delivers to it.
+func (e *notifierEnv) run(t *testing.T) {
+	t.Helper()
+	_, err := e.store.Create(context.Background(), Subscription{Callback: e.recv.URL()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.n.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, func() bool { return e.depths() != nil }, 10*time.Second, time.Millisecond, "the subscription never joined")
+}
+
+// depths are the subscribers' queue depths (nil: none joined yet).
+func (e *notifierEnv) depths() []int {
+	e.n.set.mu.Lock()
+	defer e.n.set.mu.Unlock()
+	var out []int
+	for _, s := range e.n.set.subs {
+		d, _ := s.queue.depth()
+		out = append(out, d)
+	}
+	return out
+}
+
+// change is a change of one resource between two states ("" for none).
+func change(id, prior, post string) Change {
+	e := func(v string) *Entry {
+		if v == "" {
+			return nil
+		}
+		return NewEntry(id, map[string]any{"resourceId": id, "description": v})
+	}
+	return Change{Kind: KindResource, ID: id, Prior: e(prior), Post: e(post)}
+}
+
+// delivered answers each accepted notification as "event resourceId prior→post".
+func delivered(r *smo.Receiver) []string {
+	var out []string
+	for _, n := range r.Notifications() {
+		state := func(k string) string {
+			m, _ := n.Body[k].(map[string]any)
+			s, _ := m["description"].(string)
+			return s
+		}
+		id := state("postObjectState")
+		if p, _ := n.Body["postObjectState"].(map[string]any); p == nil {
+			p, _ = n.Body["priorObjectState"].(map[string]any)
+			id, _ = p["resourceId"].(string)
+		} else {
+			id, _ = p["resourceId"].(string)
+		}
+		out = append(out, map[float64]string{0: "create", 1: "modify", 2: "delete"}[n.Body["notificationEventType"].(float64)]+
+			" "+id+" "+state("priorObjectState")+"→"+state("postObjectState"))
+	}
+	return out
+}
+
+// Past the queue limit, the changes of an object already waiting are folded into its notification
+// through the whole path: the view's sink queues, a stalled callback holds the head, and once it answers
+// the subscriber is told each object's first prior state and last post state, in order, nothing lost.
+func TestChangesBeyondTheQueueLimitAreCoalescedAndDelivered(t *testing.T) {
+	e := newNotifierEnv(t, NotifierConfig{QueueLimit: 2, Timeout: time.Minute})
+	e.run(t)
+	sink := e.n.set.apply // what the view calls
+
+	sink([]Change{change("x", "", "x1")})
+	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 1 }, 10*time.Second, time.Millisecond)
+
+	e.recv.Hang(true)
+	sink([]Change{change("x", "x1", "x2")})
+	require.Eventually(t, func() bool { return e.recv.Attempts() == 2 }, 10*time.Second, time.Millisecond, "x1→x2 is being sent")
+	sink([]Change{change("x", "x2", "x3")})                          // queues behind the one being sent: 2, the limit
+	sink([]Change{change("x", "x3", "x4")})                          // folded into x2→x3
+	sink([]Change{change("y", "", "y1")})                            // another object still queues: 3
+	sink([]Change{change("y", "y1", "y2"), change("x", "x4", "x5")}) // folded, both
+	assert.Equal(t, []int{3}, e.depths(), "bounded by the objects, not the changes")
+	e.recv.Hang(false)
+
+	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 4 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"create x →x1", "modify x x1→x2", "modify x x2→x5", "create y →y2"}, delivered(e.recv))
+}
