@@ -124,3 +124,21 @@ func TestChangesBeyondTheQueueLimitAreCoalescedAndDelivered(t *testing.T) {
 	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 4 }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, []string{"create x →x1", "modify x x1→x2", "modify x x2→x5", "create y →y2"}, delivered(e.recv))
 }
+
+// An object that appears and goes while its creation waits beyond the limit is folded into nothing: the
+// subscriber never knew it, so nothing is sent (a notification with neither state would name no object).
+func TestAnObjectCreatedAndDeletedWhileWaitingIsNotNotified(t *testing.T) {
+	e := newNotifierEnv(t, NotifierConfig{QueueLimit: 1, Timeout: time.Minute})
+	e.run(t)
+	sink := e.n.set.apply
+	e.recv.Hang(true)
+	sink([]Change{change("x", "", "x1")})
+	require.Eventually(t, func() bool { return e.recv.Attempts() == 1 }, 10*time.Second, time.Millisecond, "x is being sent")
+	sink([]Change{change("y", "", "y1")}) // queues behind x: the limit
+	sink([]Change{change("y", "y1", "")}) // folded: y came and went
+	sink([]Change{change("z", "", "z1")})
+	assert.Equal(t, []int{2}, e.depths(), "y is gone from the queue")
+	e.recv.Hang(false)
+	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 2 }, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"create x →x1", "create z →z1"}, delivered(e.recv))
+}

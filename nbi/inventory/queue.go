@@ -39,13 +39,17 @@ func newQueue(limit int, told map[string]Change, dirty bool, clk clock.PassiveCl
 
 // push queues a change; past the limit, a change of an object already queued (and not being sent) is
 // folded into that notification (its prior kept, its post replaced), so a queue holds at most the
-// limit plus one notification per object: bounded, and nothing lost but intermediate states.
+// limit plus one notification per object: bounded, and nothing lost but intermediate states. An object
+// whose creation waits and that goes again is folded into nothing: the subscriber never knew it.
 func (q *queue) push(c Change) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.notes) >= q.limit {
 		if p := q.index[c.ID]; p != nil && !p.sending {
 			p.post = c.Post
+			if p.prior == nil && p.post == nil {
+				q.drop(p)
+			}
 			return
 		}
 	}
@@ -58,6 +62,17 @@ func (q *queue) push(c Change) {
 	select {
 	case q.wake <- struct{}{}:
 	default:
+	}
+}
+
+// drop removes p, which is not being sent.
+func (q *queue) drop(p *note) {
+	delete(q.index, p.id)
+	for i, n := range q.notes {
+		if n == p {
+			q.notes = append(q.notes[:i], q.notes[i+1:]...)
+			return
+		}
 	}
 }
 
