@@ -338,7 +338,7 @@ func (v *View) rebuildSiteLocked(site int32, changes []Change, now time.Time) []
 		delete(v.byPool, v.cfg.ResourcePoolID(site))
 		delete(v.bySite, v.cfg.SiteID(site))
 	}
-	return appendChange(changes, KindResourcePool, v.cfg.ResourcePoolID(site), prior, post, now, &v.rev)
+	return v.appendChangeLocked(changes, Change{Kind: KindResourcePool, ID: v.cfg.ResourcePoolID(site), Prior: prior, Post: post, At: now})
 }
 
 func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []Change {
@@ -353,19 +353,20 @@ func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []C
 		delete(v.rtypes, typ)
 		delete(v.byType, v.cfg.ResourceTypeID(typ))
 	}
-	return appendChange(changes, KindResourceType, v.cfg.ResourceTypeID(typ), prior, post, now, &v.rev)
+	return v.appendChangeLocked(changes, Change{Kind: KindResourceType, ID: v.cfg.ResourceTypeID(typ), Prior: prior, Post: post, At: now})
 }
 
-// appendChange records a change unless nothing changed (both absent, or the same JSON).
-func appendChange(changes []Change, kind Kind, id string, prior, post *Entry, now time.Time, rev *uint64) []Change {
+// appendChangeLocked records c (and moves the revision) unless nothing changed: both states absent, or
+// the same JSON.
+func (v *View) appendChangeLocked(changes []Change, c Change) []Change {
 	switch {
-	case prior == nil && post == nil:
+	case c.Prior == nil && c.Post == nil:
 		return changes
-	case prior != nil && post != nil && bytes.Equal(prior.JSON, post.JSON):
+	case c.Prior != nil && c.Post != nil && bytes.Equal(c.Prior.JSON, c.Post.JSON):
 		return changes
 	}
-	*rev++
-	return append(changes, Change{Kind: kind, ID: id, Prior: prior, Post: post, At: now})
+	v.rev++
+	return append(changes, c)
 }
 
 // applySites records site details from the site listing; a pool whose site changed is rebuilt.
