@@ -384,21 +384,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if srv, err = nbi.New(nbiCfg, clients.Kubernetes, log.Named("nbi"), op.Registry(), provAPI, invAPI); err != nil {
 		return fail("%v", err)
 	}
-	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
-	op.OnStartup("start_northbound", func(context.Context) error {
-		if err := srv.Start(); err != nil {
-			return err
-		}
-		log.Info("northbound API listening", zap.String("address", srv.Addr()))
-		go func() {
-			if err, ok := <-srv.Stopped(); ok && err != nil {
-				// The serving loop ended by itself: exit non-zero so the pod is restarted, also while the
-				// caches are still syncing. err says so in one line already.
-				op.Fail(err)
-			}
-		}()
-		return nil
-	})
+	// A runnable of every replica, started once the startup activities are done: a port in use, or the
+	// serving loop ending by itself, stops the operator. The drain is a cleanup activity, after the passes.
+	op.Add(northbound{srv: srv, log: log})
 	op.OnCleanup("stop_northbound", srv.Shutdown)
 	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
 	op.OnProbe("northbound", func(ctx context.Context) (any, error) {
@@ -449,4 +437,28 @@ func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 		return nil, false, errNotSynced
 	}
 	return s.op.Cache().Peek(v1alpha1.GVR, "", name) // read-only, as nbi.Store allows
+}
+
+// northbound is the NBI as a runnable of every replica: Start binds its listener and serves until the
+// operator stops (Start then returns; the listener drains in the cleanup activity stop_northbound, once
+// the passes have stopped, within the one stop deadline). A port in use, or the serving loop ending by
+// itself, is Start's error, which stops the operator: exit non-zero and the pod is restarted.
+type northbound struct {
+	srv *nbi.Server
+	log *zap.Logger
+}
+
+func (n northbound) NeedLeaderElection() bool { return false }
+
+func (n northbound) Start(ctx context.Context) error {
+	if err := n.srv.Start(); err != nil {
+		return err
+	}
+	n.log.Info("northbound API listening", zap.String("address", n.srv.Addr()))
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-n.srv.Stopped():
+		return err // says so in one line already
+	}
 }
