@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -40,10 +41,11 @@ func newNotifierEnv(t *testing.T, cfg NotifierConfig) *notifierEnv {
 	return e
 }
 
-// run starts the notifier with a subscription to the receiver and waits until it delivers to it.
-func (e *notifierEnv) run(t *testing.T) {
+// run starts the notifier with a subscription to the receiver, waits until it delivers to it, and
+// answers the subscription's id.
+func (e *notifierEnv) run(t *testing.T) string {
 	t.Helper()
-	_, err := e.store.Create(context.Background(), Subscription{Callback: e.recv.URL()})
+	sub, err := e.store.Create(context.Background(), Subscription{Callback: e.recv.URL()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -53,6 +55,7 @@ func (e *notifierEnv) run(t *testing.T) {
 		require.NoError(t, <-done)
 	})
 	require.Eventually(t, func() bool { return e.depths() != nil }, 10*time.Second, time.Millisecond, "the subscription never joined")
+	return sub.SubscriptionID
 }
 
 // depths are the subscribers' queue depths (nil: none joined yet).
@@ -80,22 +83,18 @@ func change(id, prior, post string) Change {
 
 // delivered answers each accepted notification as "event resourceId prior→post".
 func delivered(r *smo.Receiver) []string {
+	events := map[EventType]string{EventCreate: "create", EventModify: "modify", EventDelete: "delete"}
 	var out []string
 	for _, n := range r.Notifications() {
-		state := func(k string) string {
-			m, _ := n.Body[k].(map[string]any)
-			s, _ := m["description"].(string)
-			return s
+		prior, _ := n.Body["priorObjectState"].(map[string]any)
+		post, _ := n.Body["postObjectState"].(map[string]any)
+		obj := post
+		if obj == nil {
+			obj = prior
 		}
-		id := state("postObjectState")
-		if p, _ := n.Body["postObjectState"].(map[string]any); p == nil {
-			p, _ = n.Body["priorObjectState"].(map[string]any)
-			id, _ = p["resourceId"].(string)
-		} else {
-			id, _ = p["resourceId"].(string)
-		}
-		out = append(out, map[float64]string{0: "create", 1: "modify", 2: "delete"}[n.Body["notificationEventType"].(float64)]+
-			" "+id+" "+state("priorObjectState")+"→"+state("postObjectState"))
+		desc := func(m map[string]any) string { s, _ := m["description"].(string); return s }
+		event := EventType(n.Body["notificationEventType"].(float64))
+		out = append(out, fmt.Sprintf("%s %s %s→%s", events[event], obj["resourceId"], desc(prior), desc(post)))
 	}
 	return out
 }
@@ -141,4 +140,24 @@ func TestAnObjectCreatedAndDeletedWhileWaitingIsNotNotified(t *testing.T) {
 	e.recv.Hang(false)
 	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 2 }, 10*time.Second, time.Millisecond)
 	assert.Equal(t, []string{"create x →x1", "create z →z1"}, delivered(e.recv))
+}
+
+// Progress is written on the notifier's clock, every PersistEvery, once a subscriber's queue is empty:
+// nothing before the tick, what was delivered after it.
+func TestProgressIsPersistedOnTheClockOnceDelivered(t *testing.T) {
+	e := newNotifierEnv(t, NotifierConfig{PersistEvery: time.Minute})
+	id := e.run(t)
+	e.n.set.apply([]Change{change("x", "", "x1")})
+	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { d := e.depths(); return len(d) == 1 && d[0] == 0 }, 10*time.Second, time.Millisecond)
+	_, found, err := e.store.LoadProgress(context.Background(), id)
+	require.NoError(t, err)
+	require.False(t, found, "nothing written before the tick")
+
+	require.Eventually(t, e.clock.HasWaiters, 10*time.Second, time.Millisecond, "the notifier's tickers")
+	e.clock.Step(time.Minute)
+	require.Eventually(t, func() bool {
+		p, found, err := e.store.LoadProgress(context.Background(), id)
+		return err == nil && found && p["x"].Post != nil && p["x"].Post.Attrs["description"] == "x1"
+	}, 10*time.Second, time.Millisecond, "the delivered state persisted at the tick")
 }
