@@ -53,7 +53,9 @@ func newFixture(t *testing.T, devices int) *fixture {
 	t.Cleanup(sim.Close)
 	tok := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tok, []byte(simToken), 0o600))
-	nb, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: tok, AllowHTTP: true, Timeout: 2 * time.Second}, nil, nil)
+	// A generous attempt timeout: the tests count NetBox calls, and a 1000-device page rendered on a loaded
+	// machine under -race can outlive a short one and be retried (one call more).
+	nb, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: tok, AllowHTTP: true, Timeout: 30 * time.Second}, nil, nil)
 	require.NoError(t, err)
 	cfg, err := ConfigFromEnv(func(string) string { return "" }, ts.URL)
 	require.NoError(t, err)
