@@ -65,18 +65,21 @@ func TestModelDay2Sequences(t *testing.T) {
 		for i, seed := range seeds {
 			t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
 				t.Parallel()
+				// Registered first, so it runs last: after the status trail's own check (messages_test.go).
+				t.Cleanup(func() {
+					if t.Failed() {
+						mu.Lock()
+						total.failedSeeds = append(total.failedSeeds, seed)
+						mu.Unlock()
+						t.Logf("model sequence failed; replay with O2IMS_MODEL_SEED=%d", seed)
+					}
+				})
 				t.Logf("model sequence %d/%d: seed %d (replay: O2IMS_MODEL_SEED=%d)", i+1, len(seeds), seed, seed)
 				m := newModel(t, seed, i)
 				m.run(steps)
 				mu.Lock()
 				total.add(m)
-				if t.Failed() {
-					total.failedSeeds = append(total.failedSeeds, seed)
-				}
 				mu.Unlock()
-				if t.Failed() {
-					t.Errorf("model sequence failed; replay with O2IMS_MODEL_SEED=%d", seed)
-				}
 			})
 		}
 	})
@@ -110,8 +113,8 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"by us is recorded by an existing request and vice versa; no device held twice; no BareMetalHost or BMC "+
 		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
 		"restarts without a spec change; a fulfilled request's package variant renders its current template and "+
-		"its ids resolve in the inventory to devices it holds (never a refused one); the operator never stops by "+
-		"itself. At the end of each sequence everything is deleted, every host must be back in the pool and every "+
+		"its ids resolve in the inventory to devices it holds (never a refused one); every status the operator "+
+		"writes is a row of the message table (`handlers/messages.go`); the operator never stops by itself. At the end of each sequence everything is deleted, every host must be back in the pool and every "+
 		"refused host quarantined with its reason or back in the pool. Sequences run in parallel, each with its "+
 		"own label, inventory and operator.\n\n"+
 		"**Result: %s.**\n\n| | |\n|---|---|\n| sequences | %d (%s at once) |\n| steps | %d |\n| invariant checks | %d |\n"+
