@@ -102,14 +102,17 @@ func TestTheMessageTableSaysWhatEachStateMeans(t *testing.T) {
 // names: read from the source, so a call no test reaches is checked too.
 func TestEveryMessageIsInTheTableAndEveryCallFillsItsParts(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	names, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	declared := map[string]int{} // variable → parts of its entry
 	var files []*ast.File
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			files = append(files, f)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
 		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		files = append(files, f)
 	}
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -294,7 +297,7 @@ func (tr *statusTrail) run(ctx context.Context, srv *kubeapi.Server, w watch.Int
 func writtenByTheOperator(u *unstructured.Unstructured) bool {
 	for _, mf := range u.GetManagedFields() {
 		if mf.Manager == "o2ims-operator" && mf.Subresource == "status" && mf.FieldsV1 != nil &&
-			strings.Contains(string(mf.FieldsV1.Raw), `"f:provisioningStatus"`) {
+			strings.Contains(mf.FieldsV1.GetRawString(), `"f:provisioningStatus"`) {
 			return true
 		}
 	}
