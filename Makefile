@@ -3,8 +3,8 @@ SHELL    := bash
 BIN      := bin/o2ims-operator
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 8s
-# make chaos: the model-based day-2 run (handlers/model_test.go)
-MODEL_SEQUENCES ?= 12
+# make chaos: the model-based day-2 run (handlers/model_test.go), 10 000 steps
+MODEL_SEQUENCES ?= 250
 MODEL_STEPS     ?= 40
 # Model sequences run at once (each mostly sleeps between steps, so more than the CPUs).
 MODEL_PARALLEL  ?= 8
