@@ -29,6 +29,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -240,162 +241,245 @@ func loopbackHost(host string) bool {
 // line on stderr and exit 2, a configuration error with one line and exit 1, before anything starts.
 // --help and --version answer on stdout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "o2ims-operator: "+format+"\n", a...)
-		return 1
-	}
 	if len(args) > 0 && args[0] == "netbox" { // main_bootstrap.go
 		return runNetbox(ctx, args[1:], getenv, stdout, stderr)
 	}
+	o, code, done := readCommandLine(args, stdout, stderr)
+	if done {
+		return code
+	}
+	cfg, err := readConfig(o, getenv)
+	if err != nil {
+		return failed(stderr, err)
+	}
+	log := startLogging(o, cfg, getenv)
+	defer func() { _ = log.Sync() }()
+	w := &wiring{opts: o, cfg: cfg, getenv: getenv, log: log}
+	for _, step := range []func() error{
+		w.tuneProcess,   // memory limit, --debug-pprof
+		w.connect,       // API clients, the Cluster API version
+		w.newOperator,   // the framework
+		w.addInventory,  // NetBox, its inventory and the host step (with NETBOX_URL)
+		w.addChain,      // the provisioning chain's handlers
+		w.addNorthbound, // the NBI, with the inventory's routes and notifier
+	} {
+		if err := step(); err != nil {
+			return failed(stderr, err)
+		}
+	}
+	log.Info("starting", zap.String("version", version), zap.String("clusterAPI", w.clusterVersion),
+		zap.Bool("inventory", cfg.netboxOn), zap.Bool("leaderElect", o.leaderElect))
+	if err := w.op.Run(ctx); err != nil {
+		log.Error("stopped with an error", zap.Error(err))
+		return failed(stderr, err)
+	}
+	log.Info("stopped")
+	return 0
+}
+
+// failed writes err as the one line on stderr and answers exit code 1.
+func failed(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "o2ims-operator: %v\n", err)
+	return 1
+}
+
+// readCommandLine parses the flags; done: run ends with code (--help and --version 0, a bad command
+// line 2 with its one line on stderr).
+func readCommandLine(args []string, stdout, stderr io.Writer) (o *options, code int, done bool) {
 	o, err := parseFlags(args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, 0, true
+	case err != nil:
 		fmt.Fprintf(stderr, "o2ims-operator: %v\n", err)
-		return 2
-	}
-	if o.printVersion {
+		return nil, 2, true
+	case o.printVersion:
 		fmt.Fprintln(stdout, versionLine())
-		return 0
+		return nil, 0, true
 	}
-	level, err := o.level(getenv)
-	if err != nil {
-		return fail("%v", err)
+	return o, 0, false
+}
+
+// config is what run reads from the command line's values and the environment, all checked before
+// anything starts.
+type config struct {
+	level       zapcore.Level
+	jsonLogs    bool
+	chain       handlers.Config
+	nbi         nbi.Config
+	nbiInsecure bool // NBI_INSECURE=true allowed it in clear on a non-loopback address: said once logging
+	netbox      netbox.Config
+	netboxOn    bool // NETBOX_URL set: the inventory and the host step
+	timeForm    kopf.TimeForm
+}
+
+// readConfig reads and checks the configuration; the first error is the one reported.
+func readConfig(o *options, getenv func(string) string) (*config, error) {
+	c := &config{}
+	var err error
+	if c.level, err = o.level(getenv); err != nil {
+		return nil, err
 	}
 	if _, _, err := framework.ParseLiveness(o.liveness); err != nil {
-		return fail("%v", err)
+		return nil, err
 	}
-	chainCfg, err := handlers.ConfigFromEnv(getenv)
-	if err != nil {
-		return fail("%v", err)
+	if c.chain, err = handlers.ConfigFromEnv(getenv); err != nil {
+		return nil, err
 	}
-	nbiCfg, err := nbi.ConfigFromEnv(getenv)
-	if err != nil {
-		return fail("%v", err)
+	if c.nbi, err = nbi.ConfigFromEnv(getenv); err != nil {
+		return nil, err
 	}
-	nbiInsecure, err := nbiExposure(nbiCfg, getenv("NBI_INSECURE"))
-	if err != nil {
-		return fail("%v", err)
+	if c.nbiInsecure, err = nbiExposure(c.nbi, getenv("NBI_INSECURE")); err != nil {
+		return nil, err
 	}
-	nbCfg, nbOn, err := netbox.ConfigFromEnv(getenv)
-	if err != nil {
-		return fail("%v", err)
+	if c.netbox, c.netboxOn, err = netbox.ConfigFromEnv(getenv); err != nil {
+		return nil, err
 	}
-	timeForm, err := kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT"))
-	if err != nil {
-		return fail("%v", err)
+	if c.timeForm, err = kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT")); err != nil {
+		return nil, err
 	}
-	jsonLogs := o.logFormat == "json" || (o.logFormat == "auto" && framework.InCluster())
+	c.jsonLogs = o.logFormat == "json" || (o.logFormat == "auto" && framework.InCluster())
 	if o.logFormat != "json" && o.logFormat != "console" && o.logFormat != "auto" {
-		return fail("--log-format must be json, console or auto, got %q", o.logFormat)
+		return nil, fmt.Errorf("--log-format must be json, console or auto, got %q", o.logFormat)
 	}
-	log := framework.NewLogger(level, jsonLogs)
-	defer func() { _ = log.Sync() }()
+	return c, nil
+}
+
+// startLogging builds the logger and says, once, what of the configuration is ignored or unsafe.
+func startLogging(o *options, c *config, getenv func(string) string) *zap.Logger {
+	log := framework.NewLogger(c.level, c.jsonLogs)
 	for _, w := range ignoredPythonSettings(getenv) {
 		log.Warn(w)
 	}
-	if nbiInsecure {
+	if c.nbiInsecure {
 		log.Warn("the northbound API listens on a non-loopback address without TLS (NBI_INSECURE=true): bearer tokens and requests cross the network in clear",
-			zap.String("NBI_HOST", nbiCfg.Host))
+			zap.String("NBI_HOST", c.nbi.Host))
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
 	}
+	return log
+}
 
-	if soft := applyMemoryLimit(getenv, os.ReadFile); soft > 0 {
-		log.Info("Go memory limit set from the container's memory limit", zap.Int64("bytes", soft))
-	}
-	if o.debugPprof != "" {
-		if _, err := startPprof(o.debugPprof, log); err != nil {
-			return fail("%v", err)
-		}
-	}
+// wiring is what run builds, step by step, before the operator runs.
+type wiring struct {
+	opts   *options
+	cfg    *config
+	getenv func(string) string
+	log    *zap.Logger
 
-	restCfg, err := framework.LoadConfig(o.kubeconfig, getenv)
-	if err != nil {
-		return fail("%v", err)
-	}
-	clientOpts := framework.DefaultClientOptions()
-	clientOpts.QPS, clientOpts.Burst, clientOpts.Timeout = float32(o.qps), o.burst, o.apiTimeout
-	clientOpts.UserAgent = "o2ims-operator/" + version
-	clients, err := framework.NewClients(restCfg, clientOpts)
-	if err != nil {
-		return fail("%v", err)
-	}
-	// The Cluster API version decides which informer is started, so it is settled before the watches are.
-	clusterVersion, err := handlers.DetectClusterVersion(clients.Kubernetes.Discovery(), chainCfg.ClusterAPIVersion)
-	if err != nil {
-		return fail("%v", err)
-	}
+	clients        *framework.Clients
+	clusterVersion string
+	podNamespace   string
+	op             *framework.Operator
+	inv            *inventoryWiring // main_inventory.go; nil without NETBOX_URL
+	hostStep       handlers.Hosts   // nil without NETBOX_URL
+}
 
-	podNS := getenv("POD_NAMESPACE")
-	leNS := o.leaderElectNS
-	if leNS == "" {
-		leNS = podNS
+// tuneProcess sets Go's memory limit from the container's and serves the profiles if asked to.
+func (w *wiring) tuneProcess() error {
+	if soft := applyMemoryLimit(w.getenv, os.ReadFile); soft > 0 {
+		w.log.Info("Go memory limit set from the container's memory limit", zap.Int64("bytes", soft))
 	}
-	op, err := framework.New(clients, framework.Options{
-		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
-		Workers: o.workers, Liveness: o.liveness, Namespace: podNS,
-		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
-		ShutdownTimeout: o.shutdownTimeout, Logger: log, TimeForm: timeForm, Remedy: remedy(),
-	})
-	if err != nil {
-		return fail("%v", err)
-	}
-
-	var hostStep handlers.Hosts
-	var inv *inventoryWiring // main_inventory.go
-	if nbOn {
-		nb, err := netbox.New(nbCfg, log.Named("netbox"), op.Registry())
-		if err != nil {
-			return fail("%v", err)
-		}
-		// Reachability, version (ETags need ≥ 4.6) and the custom fields, once, before watching starts: a
-		// wrong version, token or schema stops the operator; NetBox down does not — the operator runs
-		// degraded (requests with hosts wait, /readyz says why) and the check goes on until it passes
-		// (netbox/availability.go).
-		op.OnStartup("netbox", nb.Start)
-		op.OnDegraded("netbox", nb.Degraded)
-		if inv, err = newInventory(getenv, nbCfg, nb, op, log); err != nil {
-			return fail("%v", err)
-		}
-		// The chain records the resource ids the inventory answers: the same O-Cloud id.
-		hostStep = hosts.New(handlers.HostsConfig(chainCfg, inv.cfg.OCloudID), nb, clients, op.Cache(), op.Registry())
-	}
-	handlers.New(chainCfg, clusterVersion, clients, hostStep, op.Registry()).Register(op)
-
-	// The NBI refuses with 400 what the chain would fail, so it needs the chain's rules of this run.
-	nbiCfg.Chain = nbi.ChainRules{Inventory: hostStep != nil}
-	if hostStep != nil {
-		nbiCfg.Chain.Reserved = hostStep.Reserved()
-	}
-
-	srv, err := nbi.New(nbiCfg, cacheStore{op}, clients.Dynamic, clients.Kubernetes, log.Named("nbi"), op.Registry())
-	if err != nil {
-		return fail("%v", err)
-	}
-	if inv != nil {
-		if err := inv.serve(srv, op, chainCfg, clusterVersion, podNS); err != nil {
-			return fail("%v", err)
-		}
-	}
-	// Bound in a startup activity: a port in use stops the operator instead of leaving it without an API.
-	op.OnStartup("start_northbound", func(context.Context) error {
-		if err := srv.Start(); err != nil {
+	if w.opts.debugPprof != "" {
+		if _, err := startPprof(w.opts.debugPprof, w.log); err != nil {
 			return err
 		}
-		log.Info("northbound API listening", zap.String("address", srv.Addr()))
-		go func() {
-			if err, ok := <-srv.Stopped(); ok && err != nil {
-				// The serving loop ended by itself: exit non-zero so the pod is restarted, also while the
-				// caches are still syncing. err says so in one line already.
-				op.Fail(err)
-			}
-		}()
-		return nil
+	}
+	return nil
+}
+
+// connect builds the API clients and settles the Cluster API version, which decides which informer is
+// started, before the watches are.
+func (w *wiring) connect() error {
+	restCfg, err := framework.LoadConfig(w.opts.kubeconfig, w.getenv)
+	if err != nil {
+		return err
+	}
+	clientOpts := framework.DefaultClientOptions()
+	clientOpts.QPS, clientOpts.Burst, clientOpts.Timeout = float32(w.opts.qps), w.opts.burst, w.opts.apiTimeout
+	clientOpts.UserAgent = "o2ims-operator/" + version
+	if w.clients, err = framework.NewClients(restCfg, clientOpts); err != nil {
+		return err
+	}
+	w.clusterVersion, err = handlers.DetectClusterVersion(w.clients.Kubernetes.Discovery(), w.cfg.chain.ClusterAPIVersion)
+	return err
+}
+
+// newOperator builds the framework's operator: its lease in --leader-elect-namespace, else POD_NAMESPACE.
+func (w *wiring) newOperator() error {
+	o := w.opts
+	w.podNamespace = w.getenv("POD_NAMESPACE")
+	leNS := o.leaderElectNS
+	if leNS == "" {
+		leNS = w.podNamespace
+	}
+	var err error
+	w.op, err = framework.New(w.clients, framework.Options{
+		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
+		Workers: o.workers, Liveness: o.liveness, Namespace: w.podNamespace,
+		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
+		ShutdownTimeout: o.shutdownTimeout, Logger: w.log, TimeForm: w.cfg.timeForm, Remedy: remedy(),
 	})
-	op.OnCleanup("stop_northbound", srv.Shutdown)
+	return err
+}
+
+// addInventory, with NETBOX_URL, builds the NetBox client, the inventory view and the host step.
+func (w *wiring) addInventory() error {
+	if !w.cfg.netboxOn {
+		return nil
+	}
+	nb, err := netbox.New(w.cfg.netbox, w.log.Named("netbox"), w.op.Registry())
+	if err != nil {
+		return err
+	}
+	// Reachability, version (ETags need ≥ 4.6) and the custom fields, once, before watching starts: a
+	// wrong version, token or schema stops the operator; NetBox down does not — the operator runs
+	// degraded (requests with hosts wait, /readyz says why) and the check goes on until it passes
+	// (netbox/availability.go).
+	w.op.OnStartup("netbox", nb.Start)
+	w.op.OnDegraded("netbox", nb.Degraded)
+	if w.inv, err = newInventory(w.getenv, w.cfg.netbox, nb, w.op, w.log); err != nil {
+		return err
+	}
+	// The chain records the resource ids the inventory answers: the same O-Cloud id.
+	w.hostStep = hosts.New(handlers.HostsConfig(w.cfg.chain, w.inv.cfg.OCloudID), nb, w.clients, w.op.Cache(), w.op.Registry())
+	return nil
+}
+
+// addChain registers the provisioning chain's handlers.
+func (w *wiring) addChain() error {
+	handlers.New(w.cfg.chain, w.clusterVersion, w.clients, w.hostStep, w.op.Registry()).Register(w.op)
+	return nil
+}
+
+// addNorthbound builds the NBI — the provisioning API and the inventory API (with its notifier when there
+// is an inventory, only its root's errors otherwise) — and adds it to the operator: a runnable of every
+// replica, drained by a cleanup activity, probed for liveness.
+func (w *wiring) addNorthbound() error {
+	// The NBI refuses with 400 what the chain would fail, so it needs the chain's rules of this run.
+	nbiCfg := w.cfg.nbi
+	nbiCfg.Chain = nbi.ChainRules{Inventory: w.hostStep != nil}
+	if w.hostStep != nil {
+		nbiCfg.Chain.Reserved = w.hostStep.Reserved()
+	}
+	var srv *nbi.Server // its address is read by the callback policy once it listens
+	invAPI, err := w.inv.serve(cacheStore{w.op}, func() string { return srv.Addr() }, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace)
+	if err != nil {
+		return err
+	}
+	provAPI, err := provisioning.New(cacheStore{w.op}, w.clients.Dynamic, invAPI.ResourceIDs)
+	if err != nil {
+		return err
+	}
+	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI); err != nil {
+		return err
+	}
+	// A port in use, or the serving loop ending by itself, stops the operator; the drain comes after the
+	// passes, within the one stop deadline.
+	w.op.Add(northbound{srv: srv, log: w.log})
+	w.op.OnCleanup("stop_northbound", srv.Shutdown)
+	op := w.op
 	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
 	op.OnProbe("northbound", func(ctx context.Context) (any, error) {
 		// Until the startup activities before it are done (NetBox's check, bounded by NETBOX_TIMEOUT)
@@ -405,15 +489,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return srv.Probe(ctx)
 	})
-
-	log.Info("starting", zap.String("version", version), zap.String("clusterAPI", clusterVersion),
-		zap.Bool("inventory", nbOn), zap.Bool("leaderElect", o.leaderElect))
-	if err := op.Run(ctx); err != nil {
-		log.Error("stopped with an error", zap.Error(err))
-		return fail("%v", err)
-	}
-	log.Info("stopped")
-	return 0
+	return nil
 }
 
 // cacheStore serves the NBI's reads from the operator's informer cache; until the cache has synced it
@@ -445,4 +521,28 @@ func (s cacheStore) Get(name string) (*unstructured.Unstructured, bool, error) {
 		return nil, false, errNotSynced
 	}
 	return s.op.Cache().Peek(v1alpha1.GVR, "", name) // read-only, as nbi.Store allows
+}
+
+// northbound is the NBI as a runnable of every replica: Start binds its listener and serves until the
+// operator stops (Start then returns; the listener drains in the cleanup activity stop_northbound, once
+// the passes have stopped, within the one stop deadline). A port in use, or the serving loop ending by
+// itself, is Start's error, which stops the operator: exit non-zero and the pod is restarted.
+type northbound struct {
+	srv *nbi.Server
+	log *zap.Logger
+}
+
+func (n northbound) NeedLeaderElection() bool { return false }
+
+func (n northbound) Start(ctx context.Context) error {
+	if err := n.srv.Start(); err != nil {
+		return err
+	}
+	n.log.Info("northbound API listening", zap.String("address", n.srv.Addr()))
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-n.srv.Stopped():
+		return err // says so in one line already
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -30,8 +31,8 @@ type inventoryWiring struct {
 	log       *zap.Logger
 }
 
-// newInventory builds the view over nb; it starts refreshing in a startup activity registered after
-// the NetBox check.
+// newInventory builds the view over nb and adds its refresher, a runnable of every replica: it starts
+// once the startup activities (the NetBox check first) are done.
 func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, log *zap.Logger) (*inventoryWiring, error) {
 	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
 	if err != nil {
@@ -51,10 +52,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	if err != nil {
 		return nil, err
 	}
-	op.OnStartup("inventory", func(ctx context.Context) error {
-		go r.Run(ctx)
-		return nil
-	})
+	op.Add(r)
 	op.OnProbe("inventory", view.Probe)
 	// A refresh that keeps failing (NetBox down, or a token that cannot read sites or device types) is
 	// a /readyz line saying why; the ids the NBI answers are computed and answered all the same.
@@ -62,13 +60,17 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	return &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}, nil
 }
 
-// serve adds the inventory and subscription routes to srv (Clusters come from the operator's cache,
-// subscriptions are ConfigMaps in namespace) and starts the notifier, which delivers only while this
-// replica leads.
-func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) error {
+// serve builds the inventory API with its subscriptions (Clusters come from the operator's cache,
+// subscriptions are ConfigMaps in namespace; nbiAddr is the NBI's listener) and adds the notifier, a
+// runnable of the leader: only the replica holding the lease delivers. Without an inventory (iw nil)
+// the API serves no route, only its root's errors (inventoryapi.Unserved).
+func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) (*inventoryapi.API, error) {
+	if iw == nil {
+		return inventoryapi.Unserved(), nil
+	}
 	gvr := external.ClusterGVR(clusterVersion)
-	srv.EnableInventory(iw.view, func(name string) (*unstructured.Unstructured, bool, error) {
-		return op.Cache().Peek(gvr, chainCfg.ClusterNamespace, name) // read only, as nbi.ClusterGetter allows
+	dms := inventoryapi.NewDeploymentManagers(iw.view.Config(), store, func(name string) (*unstructured.Unstructured, bool, error) {
+		return op.Cache().Peek(gvr, chainCfg.ClusterNamespace, name) // read only, as inventoryapi.ClusterGetter allows
 	})
 	if namespace == "" {
 		namespace = "default"
@@ -77,25 +79,17 @@ func (iw *inventoryWiring) serve(srv *nbi.Server, op *framework.Operator, chainC
 	// Callbacks never reach the API server (in-cluster Service, and the address this process uses) nor
 	// the operator itself (its listeners, read at each check as they bind later, and its pod IP).
 	iw.policy.WithAPIServer(context.Background(), iw.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
-		WithOwn(func() []string { return []string{srv.Addr(), op.HealthAddr(), iw.getenv("POD_IP")} })
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, srv.DeploymentManagers).
+		WithOwn(func() []string { return []string{nbiAddr(), op.HealthAddr(), iw.getenv("POD_IP")} })
+	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, dms.List).
 		WithMax(iw.cfg.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: "/o2ims-infrastructureInventory/v1", Policy: iw.policy}, iw.view, iw.subs,
-		srv.DeploymentManagers, iw.log.Named("notifier"), op.Registry())
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, iw.subs,
+		dms.List, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	iw.notifier = n
-	srv.EnableSubscriptions(iw.subs, n.AddSubscription)
-	op.OnStartup("inventory_notifier", func(ctx context.Context) error {
-		go func() {
-			if err := n.Run(ctx, op.Leading); err != nil {
-				iw.log.Error("the inventory notifier stopped", zap.Error(err))
-			}
-		}()
-		return nil
-	})
-	return nil
+	op.Add(n)
+	return inventoryapi.New(iw.view, dms, iw.subs, n.AddSubscription), nil
 }
 
 // requestName is the name of the cached ProvisioningRequest with uid ("" when none is cached).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,10 +145,11 @@ func (to *testOperator) stop(t *testing.T) error {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	kubeapi.Eventually(t, timeout, cond, format, args...)
-}
+// The test helpers every package shares (tests/kubeapi), under this package's short names.
+var (
+	eventually = kubeapi.Eventually
+	hasEvent   = kubeapi.HasEvent
+)
 
 func widget(label, name string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -191,20 +191,7 @@ func statusField(u *unstructured.Unstructured, f string) string {
 // events lists the events about a named object in a namespace.
 func events(t *testing.T, namespace, name string) []corev1.Event {
 	t.Helper()
-	list, err := kubeapi.Shared(t).AdminClientset().CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + name,
-	})
-	require.NoError(t, err)
-	return list.Items
-}
-
-func hasEvent(evs []corev1.Event, eventType, reason, contains string) bool {
-	for _, e := range evs {
-		if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, contains) {
-			return true
-		}
-	}
-	return false
+	return kubeapi.Shared(t).Events(t, namespace, name, "")
 }
 
 func httpGet(t *testing.T, url string) (int, string) {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/record/util"
 	"k8s.io/client-go/tools/reference"
+	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 )
@@ -110,6 +111,7 @@ type eventRecorder struct {
 	metrics    *Metrics
 	log        *zap.Logger
 	ctx        context.Context
+	clock      clock.Clock // the waits between a retryable event write's tries
 
 	mu      sync.Mutex
 	wake    []chan struct{}
@@ -128,6 +130,7 @@ func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component st
 		metrics:    m,
 		log:        log,
 		ctx:        ctx,
+		clock:      clock.RealClock{},
 		wake:       make([]chan struct{}, eventWriters),
 		queues:     make([][]*corev1.Event, eventWriters),
 	}
@@ -269,7 +272,7 @@ func (r *eventRecorder) write(e *corev1.Event) {
 			return
 		}
 		select {
-		case <-time.After(eventBackoff.Delay(try - 1)):
+		case <-r.clock.After(eventBackoff.Delay(try - 1)):
 		case <-r.ctx.Done():
 			r.dropped("stopped", e, err)
 			return

@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -21,11 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
@@ -145,9 +140,11 @@ type Operator struct {
 	ready     atomic.Bool
 	leading   atomic.Bool
 	readiness *readiness
-	failOnce  sync.Once
-	failed    chan struct{} // closed by Fail, after failErr is set
-	failErr   error
+	// leaderOnly and everyReplica are the runnables (Add), by where they run.
+	leaderOnly, everyReplica *runnableGroup
+	failOnce                 sync.Once
+	failed                   chan struct{} // closed by Fail, after failErr is set
+	failErr                  error
 }
 
 type relatedKey struct {
@@ -166,6 +163,8 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 		related: map[relatedKey]cache.SharedIndexInformer{}, failed: make(chan struct{}),
 		readiness: newReadiness(opts.Logger, opts.Remedy),
 	}
+	o.leaderOnly = &runnableGroup{name: "leader", log: o.log, fail: o.Fail}
+	o.everyReplica = &runnableGroup{name: "every replica", log: o.log, fail: o.Fail}
 	o.metrics = newMetrics(opts.MetricsNamespace, opts.Registry)
 	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
 	if opts.Liveness != "" {
@@ -208,9 +207,9 @@ func (o *Operator) HealthAddr() string {
 	return o.health.Addr()
 }
 
-// Fail stops the operator with an error, so the process exits non-zero and is restarted (a component
-// such as the NBI server died by itself). It works at any time: during a startup activity and while the
-// caches sync as well as while running.
+// Fail stops the operator with an error, so the process exits non-zero and is restarted: the one error
+// path, which a runnable's error and a lost lease take too. It works at any time: during a startup
+// activity and while the caches sync as well as while running; the first error is the one reported.
 func (o *Operator) Fail(err error) {
 	o.failOnce.Do(func() { o.failErr = err; close(o.failed) })
 }
@@ -222,173 +221,6 @@ func (o *Operator) failure() error {
 		return o.failErr
 	default:
 		return nil
-	}
-}
-
-// Run starts everything and blocks until ctx is done (clean stop, nil) or the operator fails. A stop
-// signal ends whatever it is doing — a startup activity, waiting for the caches, the work — and
-// everything that follows shares one deadline (ShutdownTimeout).
-func (o *Operator) Run(ctx context.Context) error {
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	go func() {
-		select {
-		case <-o.failed:
-			cancelRun()
-		case <-runCtx.Done():
-		}
-	}()
-	stop := &stopDeadline{budget: o.opts.ShutdownTimeout}
-	defer stop.release()
-
-	if o.health != nil {
-		o.health.probes = o.probes // registered after New
-		if err := o.health.start(); err != nil {
-			return fmt.Errorf("liveness endpoint %s: %w", o.health.addr, err)
-		}
-		defer func() { o.health.stop(stop.ctx()) }()
-	}
-
-	// Cleanup runs however we leave, after the workers have stopped.
-	defer func() { o.runCleanup(stop.ctx()) }()
-
-	for _, a := range o.startup {
-		o.readiness.setStage("startup activity %q running", a.id)
-		actx := withWaiting(runCtx, func(msg string) { o.readiness.setStage("startup activity %q: %s", a.id, msg) })
-		if err := a.fn(actx); err != nil {
-			if f := o.failure(); f != nil {
-				return f
-			}
-			if ctx.Err() != nil {
-				o.log.Info("stopping: signal received during startup", zap.String("activity", a.id))
-				return nil
-			}
-			return fmt.Errorf("startup activity %q failed: %w", a.id, err)
-		}
-		o.log.Info("activity succeeded", zap.String("activity", a.id))
-	}
-
-	informerCtx, stopInformers := context.WithCancel(context.Background())
-	defer stopInformers()
-	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics)
-	defer func() { bounded(stop.ctx(), o.events.shutdown) }()
-	if err := o.buildControllers(); err != nil {
-		return err
-	}
-	o.startInformers(informerCtx)
-	go o.sweepRefusals(runCtx)
-	if !o.waitForSync(runCtx) {
-		if f := o.failure(); f != nil {
-			o.log.Error("stopping on a failure before the caches synced", zap.Error(f))
-			return f
-		}
-		o.log.Info("stopping: signal received before the caches synced")
-		return nil
-	}
-	// The initial sync decoded what the transform then trimmed (last-applied annotations; managedFields
-	// too where the server answered a list rather than a watch stream): give that garbage back to the OS
-	// now rather than carry it in the RSS until the scavenger does.
-	debug.FreeOSMemory()
-	o.ready.Store(true)
-	o.log.Info("caches synced; ready", zap.Int("workers", o.opts.Workers))
-
-	var wg sync.WaitGroup
-	workCtx, stopWork := context.WithCancel(context.Background())
-	defer stopWork()
-	startWorkers := func() {
-		o.leading.Store(true)
-		for _, c := range o.ctrls {
-			c.run(workCtx, o.opts.Workers, &wg)
-		}
-	}
-	electionDone := make(chan struct{})
-	// The lease is released only after our passes have stopped, so a successor never overlaps with them.
-	electionCtx, stopElection := context.WithCancel(context.Background())
-	defer stopElection()
-	if o.opts.LeaderElect {
-		if err := o.runElection(electionCtx, startWorkers, electionDone); err != nil {
-			return err
-		}
-	} else {
-		close(electionDone)
-		startWorkers()
-	}
-
-	<-runCtx.Done()
-	failure := o.failure()
-	if failure != nil {
-		o.log.Error("stopping on a failure", zap.Error(failure))
-	} else {
-		o.log.Info("stopping: signal received")
-	}
-	deadline := stop.start()
-	o.ready.Store(false)
-	o.readiness.setStage("stopping")
-
-	// Stop taking work, let passes in flight finish until the drain deadline, then cut them off; what
-	// is left of the budget is cleanup's.
-	for _, c := range o.ctrls {
-		c.queue.ShutDown()
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(time.Until(deadline.Add(-cleanupReserve(o.opts.ShutdownTimeout)))):
-		o.log.Warn("passes still running at the drain deadline; cancelling them")
-		stopWork()
-		select {
-		case <-finished:
-		case <-stop.ctx().Done():
-			o.log.Warn("passes did not return after being cancelled; stopping without them")
-		}
-	}
-	o.leading.Store(false)
-	stopElection()
-	select {
-	case <-electionDone:
-	case <-stop.ctx().Done():
-		o.log.Warn("the lease was not released within the shutdown deadline; it expires by itself")
-	}
-	return failure
-}
-
-// cleanupReserve is the part of the shutdown budget passes in flight leave to the cleanup activities.
-func cleanupReserve(budget time.Duration) time.Duration { return min(budget/4, time.Second) }
-
-// stopDeadline is the one deadline of a stop: started when the stop begins (or, on an early return,
-// when the first deferred step asks for it) and shared by every step after.
-type stopDeadline struct {
-	budget time.Duration
-	once   sync.Once
-	at     time.Time
-	c      context.Context
-	cancel context.CancelFunc
-}
-
-func (s *stopDeadline) start() time.Time {
-	s.once.Do(func() {
-		s.at = time.Now().Add(s.budget)
-		s.c, s.cancel = context.WithDeadline(context.Background(), s.at)
-	})
-	return s.at
-}
-
-func (s *stopDeadline) ctx() context.Context { s.start(); return s.c }
-
-func (s *stopDeadline) release() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-}
-
-// bounded runs fn, waiting for it at most until ctx ends (fn then finishes in the background).
-func bounded(ctx context.Context, fn func()) {
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-ctx.Done():
 	}
 }
 
@@ -529,49 +361,4 @@ func (o *Operator) startInformers(ctx context.Context) {
 	for _, inf := range o.related {
 		go inf.RunWithContext(ctx)
 	}
-}
-
-// runElection campaigns for the lease; the workers start only while leading. Losing the lease fails the
-// operator: the process restarts and campaigns again rather than risk two handlers.
-func (o *Operator) runElection(ctx context.Context, onLead func(), done chan struct{}) error {
-	host, _ := os.Hostname()
-	identity := host + "_" + string(uuid.NewUUID())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: o.opts.LeaderElectionID, Namespace: o.opts.LeaderElectionNamespace},
-		Client:     o.clients.leaseClient().CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
-	}
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            o.opts.LeaderElectionID,
-		LeaseDuration:   o.opts.LeaseDuration,
-		RenewDeadline:   o.opts.RenewDeadline,
-		RetryPeriod:     o.opts.RetryPeriod,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {
-				o.log.Info("leading: handling objects", zap.String("identity", identity))
-				onLead()
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					o.leading.Store(false)
-					o.Fail(errors.New("leader election lost"))
-				}
-			},
-			OnNewLeader: func(id string) {
-				if id != identity {
-					o.log.Info("another instance leads; standing by", zap.String("leader", id))
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
-	}
-	go func() {
-		defer close(done)
-		le.Run(ctx)
-	}()
-	return nil
 }

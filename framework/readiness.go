@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // Refusal is why the API server will not let a watch start: the operator lacks a permission, or nothing
@@ -67,6 +68,7 @@ const refusalRelog = 5 * time.Minute
 type readiness struct {
 	log    *zap.Logger
 	remedy RemedyFunc
+	clock  clock.PassiveClock // when a refusal was last logged
 
 	mu       sync.Mutex
 	stage    string // what the operator is doing while not ready
@@ -92,7 +94,7 @@ func newReadiness(log *zap.Logger, remedy RemedyFunc) *readiness {
 	if remedy == nil {
 		remedy = defaultRemedy
 	}
-	return &readiness{log: log, remedy: remedy, stage: "starting", refused: map[string]*refused{}}
+	return &readiness{log: log, remedy: remedy, clock: clock.RealClock{}, stage: "starting", refused: map[string]*refused{}}
 }
 
 func (r *readiness) setStage(format string, args ...any) {
@@ -119,7 +121,7 @@ func (r *readiness) refuse(gvr schema.GroupVersionResource, namespace string, in
 	key := resourceName(gvr) + "/" + namespace
 	r.mu.Lock()
 	prev := r.refused[key]
-	now := time.Now()
+	now := r.clock.Now()
 	log := prev == nil || prev.line != line || now.Sub(prev.loggedAt) >= refusalRelog
 	entry := &refused{line: line, inf: inf, rv: inf.LastSyncResourceVersion(), loggedAt: now}
 	if prev != nil && !log {

@@ -357,7 +357,7 @@ func TestHalfResetCandidateWithOurUIDIsTakenBack(t *testing.T) {
 	// The state a crash plus an admin leave behind: the candidate recorded, the device staged with our uid.
 	require.NoError(t, inv.sim.SetCustom(host, "o2ims_request_uid", uid))
 	pr.Object["status"] = map[string]any{"extensions": map[string]any{"hosts": []any{
-		map[string]any{"role": "worker", "index": int64(0), "id": netbox.Identity(host), "phase": hosts.PhaseCandidate}}}}
+		map[string]any{"role": "worker", "index": int64(0), "id": netbox.Identity(host), "phase": string(hosts.PhaseCandidate)}}}}
 	_, err := srv.AdminDynamic().Resource(v1alpha1.GVR).UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
 	require.NoError(t, err)
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -132,10 +131,11 @@ func (c *chain) stop(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	kubeapi.Eventually(t, timeout, cond, format, args...)
-}
+// The test helpers every package shares (tests/kubeapi), under this package's short names.
+var (
+	eventually = kubeapi.Eventually
+	hasEvent   = kubeapi.HasEvent
+)
 
 func provisioningRequest(name, label, template string, params map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -204,18 +204,5 @@ func getPV(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstru
 
 func eventsOf(t *testing.T, srv *kubeapi.Server, name string) []corev1.Event {
 	t.Helper()
-	list, err := srv.AdminClientset().CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
-		FieldSelector: "involvedObject.name=" + name + ",involvedObject.kind=ProvisioningRequest",
-	})
-	require.NoError(t, err)
-	return list.Items
-}
-
-func hasEvent(evs []corev1.Event, eventType, reason, contains string) bool {
-	for _, e := range evs {
-		if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, contains) {
-			return true
-		}
-	}
-	return false
+	return srv.Events(t, "default", name, v1alpha1.Kind)
 }

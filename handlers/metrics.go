@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
@@ -24,7 +25,7 @@ type Metrics struct {
 	cache          *framework.Cache
 	// handlers gives the budget rules (CREATION_TIMEOUT, an update's budget start); set by Register.
 	handlers *Handlers
-	now      func() time.Time
+	clock    clock.PassiveClock // the ages of the oldest requests
 }
 
 // metricStates are the state label values, pending being "no state written yet".
@@ -53,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 			"Progressing requests waiting for free inventory hosts (no free host matches a role's selector).", nil, nil),
 		timeout: prometheus.NewDesc("o2ims_creation_timeout_seconds",
 			"CREATION_TIMEOUT: the budget of a request, for alert thresholds relative to it.", nil, nil),
-		now: time.Now,
+		clock: clock.RealClock{},
 	}
 	// Every known series exists at zero from the start (increase() and alerts see the first event).
 	for _, from := range append([]string{""}, metricStates[1:]...) {
@@ -89,7 +90,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counts[s], oldest[s] = 0, 0
 	}
 	waiting := 0.0
-	now := m.now()
+	now := m.clock.Now()
 	if m.cache != nil {
 		list, err := m.cache.List(v1alpha1.GVR, "")
 		if err == nil {

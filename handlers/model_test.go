@@ -492,7 +492,7 @@ func records(snaps []snapshot, uid, id string, phases ...string) bool {
 		}
 		slots, _ := hosts.ReadSlots(u)
 		for _, sl := range slots {
-			if sl.ID == id && (len(phases) == 0 || contains(strings.Join(phases, ","), sl.Phase)) {
+			if sl.ID == id && (len(phases) == 0 || contains(strings.Join(phases, ","), string(sl.Phase))) {
 				return true
 			}
 		}
@@ -528,7 +528,7 @@ func (m *model) check(where string) {
 	require.NoError(t, err)
 	r2 := m.requests()
 	both := []snapshot{r1, r2}
-	held := []string{hosts.PhaseCandidate, hosts.PhaseClaimed, hosts.PhaseMetal3Released}
+	held := []string{string(hosts.PhaseCandidate), string(hosts.PhaseClaimed), string(hosts.PhaseMetal3Released)}
 
 	// Every active device owned by us is recorded by an existing request.
 	for _, d := range devices {
@@ -552,7 +552,7 @@ func (m *model) check(where string) {
 	for uid, u := range r1 {
 		slots, _ := hosts.ReadSlots(u)
 		for _, s := range slots {
-			if s.Phase != hosts.PhaseClaimed || !records([]snapshot{r2}, uid, s.ID, hosts.PhaseClaimed) {
+			if s.Phase != hosts.PhaseClaimed || !records([]snapshot{r2}, uid, s.ID, string(hosts.PhaseClaimed)) {
 				continue
 			}
 			d := byID[s.ID]
@@ -578,7 +578,7 @@ func (m *model) check(where string) {
 	// No BareMetalHost or BMC Secret without a recorded claim.
 	for _, b := range bmhs.Items {
 		uid := b.GetAnnotations()[AnnotationRequestUID]
-		if !records(both, uid, b.GetName(), hosts.PhaseCandidate, hosts.PhaseClaimed) {
+		if !records(both, uid, b.GetName(), string(hosts.PhaseCandidate), string(hosts.PhaseClaimed)) {
 			fail("BareMetalHost %s (request %s) has no recorded claim", b.GetName(), uid)
 		}
 	}
@@ -587,7 +587,7 @@ func (m *model) check(where string) {
 		if !ok {
 			continue
 		}
-		if uid := s.Annotations[AnnotationRequestUID]; !records(both, uid, id, hosts.PhaseCandidate, hosts.PhaseClaimed) {
+		if uid := s.Annotations[AnnotationRequestUID]; !records(both, uid, id, string(hosts.PhaseCandidate), string(hosts.PhaseClaimed)) {
 			fail("BMC Secret %s (request %s) has no recorded claim", s.Name, uid)
 		}
 	}

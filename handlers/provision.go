@@ -45,61 +45,89 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		return h.fail(c, msgInvalid.with(err.Error()))
 	}
 	if specChanged && terminal {
-		// A changed spec re-drives a finished request, with a budget of its own from now.
-		restartBudget(c)
-		msg := msgRedriven.with()
-		if cur.State == v1alpha1.StateFailed {
-			msg = msgRedrivenAfterFailure.with(h.cfg.CreationTimeout.String())
-		}
-		h.setStatus(c, msg)
-		return framework.Again("re-driving after an update")
+		return h.redrive(c, cur)
 	}
 
-	var hostIDs []string
-	if len(req.Hosts) > 0 || len(hosts.Held(pr)) > 0 {
-		if h.hosts == nil {
-			if len(req.Hosts) > 0 {
-				return h.fail(c, msgHostsWithoutInventory.with())
-			}
-			return h.waitWithinBudget(c, "hosts", msgHostsHeldWithoutInventory.with(strconv.Itoa(len(hosts.Held(pr)))), "")
-		}
-		if !h.hosts.Settled(req, pr) && h.expired(pr, c.Now) {
-			// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
-			// a request that ran out of budget claims and registers nothing more. The last word on the
-			// hosts is what the status said of them.
-			last := cur.Message
-			if !strings.HasPrefix(last, hostsWords) {
-				last = hostsWords
-			}
-			return h.timedOut(c, "hosts", last)
-		}
-		res, err := h.hosts.Ensure(ctx, c, req)
-		if err != nil {
-			return h.hostsFailed(c, err)
-		}
-		if !res.Ready {
-			msg := msgHostsPreparing.with(res.Message)
-			if res.Soon && !h.expired(pr, c.Now) {
-				// Claim the recorded candidates as soon as the record is visible.
-				h.setStatus(c, msg)
-				return framework.Again(msg.text)
-			}
-			return h.waitWithinBudget(c, "hosts", msg, "")
-		}
-		hostIDs = res.IDs
+	hostIDs, done, err := h.provisionHosts(ctx, c, req, cur)
+	if done {
+		return err
 	}
+	if done, err := h.provisionRendering(ctx, c, req); done {
+		return err
+	}
+	return h.provisionCluster(c, req, hostIDs)
+}
 
+// redrive starts a finished request (fulfilled or failed) again after its spec changed.
+func (h *Handlers) redrive(c *framework.Cause, cur v1alpha1.ProvisioningStatus) error {
+	// A changed spec re-drives a finished request, with a budget of its own from now.
+	restartBudget(c)
+	msg := msgRedriven.with()
+	if cur.State == v1alpha1.StateFailed {
+		msg = msgRedrivenAfterFailure.with(h.cfg.CreationTimeout.String())
+	}
+	h.setStatus(c, msg)
+	return framework.Again("re-driving after an update")
+}
+
+// provisionHosts is the hosts step: the request's hosts claimed, registered and available (their ids
+// returned), and those it no longer asks for released. done: the pass ends here, with err.
+func (h *Handlers) provisionHosts(ctx context.Context, c *framework.Cause, req Request, cur v1alpha1.ProvisioningStatus) (hostIDs []string, done bool, err error) {
+	pr := c.Object
+	if len(req.Hosts) == 0 && len(hosts.Held(pr)) == 0 {
+		return nil, false, nil
+	}
+	if h.hosts == nil {
+		if len(req.Hosts) > 0 {
+			return nil, true, h.fail(c, msgHostsWithoutInventory.with())
+		}
+		return nil, true, h.waitWithinBudget(c, "hosts", msgHostsHeldWithoutInventory.with(strconv.Itoa(len(hosts.Held(pr)))), "")
+	}
+	if !h.hosts.Settled(req, pr) && h.expired(pr, c.Now) {
+		// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
+		// a request that ran out of budget claims and registers nothing more. The last word on the hosts
+		// is what the status said of them.
+		last := cur.Message
+		if !strings.HasPrefix(last, hostsWords) {
+			last = hostsWords
+		}
+		return nil, true, h.timedOut(c, "hosts", last)
+	}
+	res, err := h.hosts.Ensure(ctx, c, req)
+	if err != nil {
+		return nil, true, h.hostsFailed(c, err)
+	}
+	if !res.Ready {
+		msg := msgHostsPreparing.with(res.Message)
+		if res.Soon && !h.expired(pr, c.Now) {
+			// Claim the recorded candidates as soon as the record is visible.
+			h.setStatus(c, msg)
+			return nil, true, framework.Again(msg.text)
+		}
+		return nil, true, h.waitWithinBudget(c, "hosts", msg, "")
+	}
+	return res.IDs, false, nil
+}
+
+// provisionRendering is the PackageVariant step: ours, with the current spec, and Porch done rendering
+// it. done: the pass ends here, with err.
+func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, req Request) (done bool, err error) {
 	pv, err := h.ensurePackageVariant(ctx, c, req)
 	if pv == nil {
-		return err
+		return true, err
 	}
 	if ready, msg, retryIn := renderingReady(pv, c.Now, h.cfg.RenderSettle); !ready {
 		if retryIn <= 0 {
 			retryIn = h.cfg.Requeue
 		}
-		return h.waitWithinBudgetFor(c, "rendering", msg, "", retryIn)
+		return true, h.waitWithinBudgetFor(c, "rendering", msg, "", retryIn)
 	}
+	return false, nil
+}
 
+// provisionCluster is the last step: the CAPI Cluster provisioned fulfills the request (with the hosts'
+// ids), failed fails it; anything else is waited for.
+func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []string) error {
 	cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
 	if err != nil {
 		return err

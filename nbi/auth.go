@@ -88,9 +88,9 @@ func bearerToken(header string) (string, bool) {
 	return token, true
 }
 
-func unauthorized(message string) *problem {
-	return newProblem(http.StatusUnauthorized, "%s", message).
-		withHeader("WWW-Authenticate", `Bearer realm="O2ims_infrastructureProvisioning"`)
+func unauthorized(message string) *Problem {
+	return NewProblem(http.StatusUnauthorized, "%s", message).
+		WithHeader("WWW-Authenticate", `Bearer realm="O2ims_infrastructureProvisioning"`)
 }
 
 func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token string) (authnv1.UserInfo, error) {
@@ -141,7 +141,7 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 	if !review.Status.Allowed || review.Status.Denied {
 		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", verb),
 			zap.String("reason", review.Status.Reason))
-		return newProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
+		return NewProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
 			user.Username, verb, v1alpha1.Group)
 	}
 	a.grants.Add(gk, struct{}{}, reviewTTL)
@@ -149,14 +149,14 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 }
 
 // reviewFailed: the API server could not review the caller, which is not the caller's fault.
-func reviewFailed(kind string, err error) *problem {
+func reviewFailed(kind string, err error) *Problem {
 	if apierrors.IsTooManyRequests(err) {
-		p := newProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").withCause(err)
+		p := NewProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").WithCause(err)
 		if secs, ok := apierrors.SuggestsClientDelay(err); ok && secs > 0 {
-			p.withHeader("Retry-After", strconv.Itoa(secs))
+			p.WithHeader("Retry-After", strconv.Itoa(secs))
 		}
 		return p
 	}
-	return newProblem(http.StatusBadGateway, "the caller could not be authenticated: the Kubernetes API server did not answer a %s", kind).
-		withCause(errors.Join(errors.New(kind), err))
+	return NewProblem(http.StatusBadGateway, "the caller could not be authenticated: the Kubernetes API server did not answer a %s", kind).
+		WithCause(errors.Join(errors.New(kind), err))
 }

@@ -1,91 +1,71 @@
-package nbi
+package nbi_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
-	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
-func withKubernetesAuth(c *Config) { c.Auth = AuthKubernetes }
-
-func bearer(token string) []string { return []string{"Authorization", "Bearer " + token} }
-
-func status(code int) func(*exchange) bool { return func(x *exchange) bool { return x.code() == code } }
-
-// requireNoSecretsLogged checks that no log line carries any of the tokens.
-func (e *env) requireNoSecretsLogged(secrets ...string) {
-	e.t.Helper()
-	for _, entry := range e.logs.All() {
-		line := entry.Message + " " + fmt.Sprint(entry.ContextMap())
-		for _, s := range secrets {
-			require.NotContains(e.t, line, s, "a token was logged")
-		}
-	}
-}
-
 func TestAuthRefusesMissingAndInvalidTokensWith401(t *testing.T) {
-	e := newEnv(t, withKubernetesAuth)
+	e := newEnv(t, nbitest.WithKubernetesAuth)
 	for name, headers := range map[string][]string{
 		"no token":      nil,
-		"invalid token": bearer("not-a-token"),
+		"invalid token": nbitest.Bearer("not-a-token"),
 		"basic":         {"Authorization", "Basic YWRtaW46YWRtaW4="},
 		"empty bearer":  {"Authorization", "Bearer "},
 	} {
 		for _, req := range []struct{ method, path string }{
-			{http.MethodGet, collectionPath}, {http.MethodGet, namedPath("x")}, {http.MethodPost, collectionPath},
-			{http.MethodPut, namedPath("x")}, {http.MethodDelete, namedPath("x")}, {http.MethodGet, apiRoot + "/api_versions"},
+			{http.MethodGet, nbitest.CollectionPath}, {http.MethodGet, nbitest.NamedPath("x")}, {http.MethodPost, nbitest.CollectionPath},
+			{http.MethodPut, nbitest.NamedPath("x")}, {http.MethodDelete, nbitest.NamedPath("x")}, {http.MethodGet, apiRoot + "/api_versions"},
 		} {
 			var body []byte
 			if req.method == http.MethodPost || req.method == http.MethodPut {
-				body = jsonBody(t, requestBody("x"))
+				body = nbitest.JSONBody(t, nbitest.RequestBody("x"))
 			}
-			x := e.do(req.method, req.path, body, headers...)
-			require.Equal(t, http.StatusUnauthorized, x.code(), "%s: %s %s", name, req.method, req.path)
-			require.True(t, strings.HasPrefix(x.resp.Header.Get("WWW-Authenticate"), "Bearer"), name)
+			x := e.Do(req.method, req.path, body, headers...)
+			require.Equal(t, http.StatusUnauthorized, x.Code(), "%s: %s %s", name, req.method, req.path)
+			require.True(t, strings.HasPrefix(x.Resp.Header.Get("WWW-Authenticate"), "Bearer"), name)
 		}
 	}
-	require.Zero(t, e.apiCalls(), "nothing was written")
-	e.requireNoSecretsLogged("not-a-token")
+	require.Zero(t, e.APICalls(), "nothing was written")
+	e.RequireNoSecretsLogged("not-a-token")
 
 	// The probe proves serving with the 401 an anonymous GET earns.
-	_, err := e.srv.Probe(context.Background())
+	_, err := e.Srv.Probe(context.Background())
 	require.NoError(t, err)
 }
 
 func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
-	e := newEnv(t, withKubernetesAuth)
-	kapi, ctx, cs := e.kapi, context.Background(), e.kapi.AdminClientset()
+	e := newEnv(t, nbitest.WithKubernetesAuth)
+	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
 	tester := kapi.TesterToken
-	id := e.id("rbac")
-	e.createDirect(id, simpleSpec("rbac"))
-	e.eventuallyAs(kapi.AdminToken, namedPath(id), status(http.StatusOK), "cached, read by the admin")
+	id := e.ID("rbac")
+	e.CreateDirect(id, nbitest.SimpleSpec("rbac"))
+	e.EventuallyAs(kapi.AdminToken, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached, read by the admin")
 
 	// Authenticated but without permissions: every operation is forbidden, and no write is sent.
-	for _, x := range []*exchange{
-		e.do(http.MethodGet, collectionPath, nil, bearer(tester)...),
-		e.do(http.MethodGet, namedPath(id), nil, bearer(tester)...),
-		e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(e.id("denied"))), bearer(tester)...),
-		e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)), bearer(tester)...),
-		e.do(http.MethodDelete, namedPath(id), nil, bearer(tester)...),
+	for _, x := range []*nbitest.Exchange{
+		e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(tester)...),
+		e.Do(http.MethodGet, nbitest.NamedPath(id), nil, nbitest.Bearer(tester)...),
+		e.Do(http.MethodPost, nbitest.CollectionPath, nbitest.JSONBody(t, nbitest.RequestBody(e.ID("denied"))), nbitest.Bearer(tester)...),
+		e.Do(http.MethodPut, nbitest.NamedPath(id), nbitest.JSONBody(t, nbitest.RequestBody(id)), nbitest.Bearer(tester)...),
+		e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(tester)...),
 	} {
-		require.Equal(t, http.StatusForbidden, x.code(), "%s %s: %s", x.req.Method, x.req.URL.Path, x.body)
-		require.Contains(t, x.problem(t).Status, `"tester"`)
+		require.Equal(t, http.StatusForbidden, x.Code(), "%s %s: %s", x.Req.Method, x.Req.URL.Path, x.Body)
+		require.Contains(t, x.Problem(t).Status, `"tester"`)
 	}
-	require.Zero(t, e.apiCalls(), "a forbidden write is never sent")
+	require.Zero(t, e.APICalls(), "a forbidden write is never sent")
 
 	// A ClusterRole granting get and list only.
 	reader := &rbacv1.ClusterRole{
@@ -105,19 +85,19 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeapi.TesterUser}))
 
 	// Denials are not cached, so the grant counts as soon as RBAC has it.
-	e.eventuallyAs(tester, namedPath(id), status(http.StatusOK), "GET allowed by the binding")
-	require.Equal(t, http.StatusOK, e.do(http.MethodGet, collectionPath, nil, bearer(tester)...).code())
-	require.Equal(t, http.StatusForbidden, e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(e.id("denied"))), bearer(tester)...).code())
-	require.Equal(t, http.StatusForbidden, e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)), bearer(tester)...).code())
-	require.Equal(t, http.StatusForbidden, e.do(http.MethodDelete, namedPath(id), nil, bearer(tester)...).code())
-	require.Zero(t, e.apiCalls(), "still nothing written")
+	e.EventuallyAs(tester, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "GET allowed by the binding")
+	require.Equal(t, http.StatusOK, e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(tester)...).Code())
+	require.Equal(t, http.StatusForbidden, e.Do(http.MethodPost, nbitest.CollectionPath, nbitest.JSONBody(t, nbitest.RequestBody(e.ID("denied"))), nbitest.Bearer(tester)...).Code())
+	require.Equal(t, http.StatusForbidden, e.Do(http.MethodPut, nbitest.NamedPath(id), nbitest.JSONBody(t, nbitest.RequestBody(id)), nbitest.Bearer(tester)...).Code())
+	require.Equal(t, http.StatusForbidden, e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(tester)...).Code())
+	require.Zero(t, e.APICalls(), "still nothing written")
 
-	e.requireNoSecretsLogged(tester, kapi.AdminToken)
+	e.RequireNoSecretsLogged(tester, kapi.AdminToken)
 }
 
 func TestAServiceAccountWithCreateMayPost(t *testing.T) {
-	e := newEnv(t, withKubernetesAuth)
-	kapi, ctx, cs := e.kapi, context.Background(), e.kapi.AdminClientset()
+	e := newEnv(t, nbitest.WithKubernetesAuth)
+	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
 	token, err := kapi.ServiceAccountToken(ctx, "smo", "focom", "")
 	require.NoError(t, err)
 
@@ -136,63 +116,39 @@ func TestAServiceAccountWithCreateMayPost(t *testing.T) {
 	require.NoError(t, kapi.BindClusterRole(ctx, "nbi-test-writer", "nbi-test-writer",
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "smo", Name: "focom"}))
 
-	e.eventuallyAs(token, collectionPath, status(http.StatusOK), "list allowed by the binding")
-	id := e.id("by-sa")
-	x := e.do(http.MethodPost, collectionPath, jsonBody(t, requestBody(id)), bearer(token)...)
-	require.Equal(t, http.StatusCreated, x.code(), "%s", x.body)
-	e.eventuallyAs(token, namedPath(id), status(http.StatusOK), "cached")
-	require.Equal(t, http.StatusOK, e.do(http.MethodPut, namedPath(id), jsonBody(t, requestBody(id)), bearer(token)...).code())
-	require.Equal(t, http.StatusAccepted, e.do(http.MethodDelete, namedPath(id), nil, bearer(token)...).code())
-	e.requireNoSecretsLogged(token)
+	e.EventuallyAs(token, nbitest.CollectionPath, nbitest.Status(http.StatusOK), "list allowed by the binding")
+	id := e.ID("by-sa")
+	x := e.Do(http.MethodPost, nbitest.CollectionPath, nbitest.JSONBody(t, nbitest.RequestBody(id)), nbitest.Bearer(token)...)
+	require.Equal(t, http.StatusCreated, x.Code(), "%s", x.Body)
+	e.EventuallyAs(token, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached")
+	require.Equal(t, http.StatusOK, e.Do(http.MethodPut, nbitest.NamedPath(id), nbitest.JSONBody(t, nbitest.RequestBody(id)), nbitest.Bearer(token)...).Code())
+	require.Equal(t, http.StatusAccepted, e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(token)...).Code())
+	e.RequireNoSecretsLogged(token)
 }
 
 func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
-	e := newEnv(t, withKubernetesAuth)
-	admin := e.kapi.AdminToken
-	id := e.id("polled")
-	e.createDirect(id, simpleSpec("polled"))
-	e.eventuallyAs(admin, namedPath(id), status(http.StatusOK), "cached")
+	e := newEnv(t, nbitest.WithKubernetesAuth)
+	admin := e.Kapi.AdminToken
+	id := e.ID("polled")
+	e.CreateDirect(id, nbitest.SimpleSpec("polled"))
+	e.EventuallyAs(admin, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached")
 
-	before := e.authCalls()
+	before := e.AuthCalls()
 	for i := 0; i < 10; i++ {
-		require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil, bearer(admin)...).code())
+		require.Equal(t, http.StatusOK, e.Do(http.MethodGet, nbitest.NamedPath(id), nil, nbitest.Bearer(admin)...).Code())
 	}
-	require.Equal(t, before, e.authCalls(), "a polling caller costs no reviews while they are fresh")
+	require.Equal(t, before, e.AuthCalls(), "a polling caller costs no reviews while they are fresh")
 
-	require.Equal(t, http.StatusOK, e.do(http.MethodGet, collectionPath, nil, bearer(admin)...).code())
-	require.Equal(t, before+1, e.authCalls(), "another verb: one SubjectAccessReview, the token is known")
+	require.Equal(t, http.StatusOK, e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(admin)...).Code())
+	require.Equal(t, before+1, e.AuthCalls(), "another verb: one SubjectAccessReview, the token is known")
 
 	// Past the TTL both reviews are asked again.
-	a := e.srv.auth
-	a.mu.Lock()
-	a.now = func() time.Time { return time.Now().Add(reviewTTL + time.Second) }
-	a.mu.Unlock()
-	require.Equal(t, http.StatusOK, e.do(http.MethodGet, namedPath(id), nil, bearer(admin)...).code())
-	require.Equal(t, before+3, e.authCalls(), "TokenReview and SubjectAccessReview again")
-}
-
-func TestTheReviewCacheIsBounded(t *testing.T) {
-	a := newAuthenticator(nil, time.Second, zap.NewNop())
-	now := time.Now()
-	a.now = func() time.Time { return now }
-	for i := 0; i < reviewCacheLimit*2; i++ {
-		a.users.Add(sha256.Sum256([]byte(strconv.Itoa(i))), authnv1.UserInfo{Username: strconv.Itoa(i)}, reviewTTL)
-		a.grants.Add(grantKey{verb: "get", name: strconv.Itoa(i)}, struct{}{}, reviewTTL)
-	}
-	require.LessOrEqual(t, len(a.users.Keys()), reviewCacheLimit)
-	require.LessOrEqual(t, len(a.grants.Keys()), reviewCacheLimit)
-	last := sha256.Sum256([]byte(strconv.Itoa(reviewCacheLimit*2 - 1)))
-	_, ok := a.users.Get(last)
-	require.True(t, ok, "the newest entry is kept")
-	// Past the TTL nothing is served, however recently it was used.
-	a.mu.Lock()
-	a.now = func() time.Time { return now.Add(reviewTTL + time.Second) }
-	a.mu.Unlock()
-	_, ok = a.users.Get(last)
-	require.False(t, ok)
+	e.Srv.SetAuthNow(func() time.Time { return time.Now().Add(nbi.ReviewTTL + time.Second) })
+	require.Equal(t, http.StatusOK, e.Do(http.MethodGet, nbitest.NamedPath(id), nil, nbitest.Bearer(admin)...).Code())
+	require.Equal(t, before+3, e.AuthCalls(), "TokenReview and SubjectAccessReview again")
 }
 
 func TestKubernetesAuthNeedsAClient(t *testing.T) {
-	_, err := New(Config{Auth: AuthKubernetes}, newMemStore(), nil, nil, nil, nil)
+	_, err := newServer(nbi.Config{Auth: nbi.AuthKubernetes}, nbitest.NewMemStore(), nil, nil, nil, nil)
 	require.ErrorContains(t, err, "NBI_AUTH=kubernetes")
 }

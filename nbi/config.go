@@ -1,6 +1,7 @@
 package nbi
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -40,6 +41,15 @@ type Config struct {
 	// Chain is what the provisioning chain accepts beyond a body's shape; the operator sets it (it is not
 	// read from the environment) so the NBI refuses with 400 what the chain would fail.
 	Chain ChainRules
+}
+
+// ChainRules are the provisioning chain's rules that depend on how the operator runs (the provisioning
+// API refuses with them what the chain would fail).
+type ChainRules struct {
+	// Reserved are the selector keys the inventory owns (the chain refuses them in hosts[].selector).
+	Reserved map[string]bool
+	// Inventory tells whether hosts may be requested at all (NETBOX_URL is set).
+	Inventory bool
 }
 
 // DefaultConfig is the configuration with no NBI_* variable set.
@@ -159,6 +169,11 @@ func (c Config) withDefaults() Config {
 		c.PageSize = d.PageSize
 	}
 	return c
+}
+
+// CallTimeout bounds one API-server call by APITimeout.
+func (c Config) CallTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.APITimeout)
 }
 
 // authEnabled reports whether callers are authenticated and authorised against the API server.

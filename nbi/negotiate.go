@@ -19,9 +19,9 @@ const (
 	mediaYAML = query.MediaYAML
 )
 
-// negotiate picks the answer's media type from an Accept header: YAML when the caller prefers it, JSON
+// Negotiate picks the answer's media type from an Accept header: YAML when the caller prefers it, JSON
 // otherwise (also when there is no Accept), and ok=false when the caller accepts neither.
-func negotiate(accept string) (media string, ok bool) {
+func Negotiate(accept string) (media string, ok bool) {
 	if strings.TrimSpace(accept) == "" {
 		return mediaJSON, true
 	}
@@ -76,7 +76,7 @@ func specificity(mediaRange, target string) int {
 // write answers code with body encoded as the caller accepts it. An encoding failure is a bug and
 // answers 500 (nothing has been written yet at that point).
 func (s *Server) write(w http.ResponseWriter, r *http.Request, code int, body any) {
-	media, _ := negotiate(r.Header.Get("Accept"))
+	media, _ := Negotiate(r.Header.Get("Accept"))
 	var data []byte
 	var err error
 	if media == mediaYAML {
@@ -88,16 +88,16 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, code int, body an
 	if err != nil {
 		s.log.Error("encoding an answer failed", zap.Error(err))
 		if _, isProblem := body.(ProblemDetails); !isProblem {
-			s.writeProblem(w, r, asProblem(err))
+			s.writeProblem(w, r, AsProblem(err))
 			return
 		}
-		data, code, media = []byte(`{"status":"`+unservable+`"}`+"\n"), http.StatusInternalServerError, mediaJSON
+		data, code, media = []byte(`{"status":"`+Unservable+`"}`+"\n"), http.StatusInternalServerError, mediaJSON
 	}
-	writeEncoded(w, code, media, data)
+	WriteEncoded(w, code, media, data)
 }
 
-// writeEncoded sends an answer already encoded as media.
-func writeEncoded(w http.ResponseWriter, code int, media string, data []byte) {
+// WriteEncoded sends an answer already encoded as media.
+func WriteEncoded(w http.ResponseWriter, code int, media string, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", media)
 	h.Set("Content-Length", strconv.Itoa(len(data)))

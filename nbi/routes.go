@@ -1,7 +1,6 @@
 package nbi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -10,66 +9,74 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/nbi/query"
-)
-
-// The API root as the reference spells it, and the lowercase form O2IMS documents, served alike.
-const (
-	apiRoot      = "/O2ims_infrastructureProvisioning"
-	apiRootLower = "/o2ims-infrastructureProvisioning"
-	apiVersion   = "1.1.0" // O-RAN.WG6.TS.O2IMS-INTERFACE-R004-v10.00 protocol version 1.1
-	fieldManager = "o2ims-nbi"
 )
 
 // RBAC verbs of the operations, for SubjectAccessReviews.
 const (
-	verbList   = "list"
-	verbGet    = "get"
-	verbCreate = "create"
-	verbUpdate = "update"
-	verbDelete = "delete"
-	verbNone   = "" // authentication only (api_versions)
+	VerbList   = "list"
+	VerbGet    = "get"
+	VerbCreate = "create"
+	VerbUpdate = "update"
+	VerbDelete = "delete"
+	VerbNone   = "" // authentication only (api_versions)
 )
 
-// routes registers both API roots. Anything else answers a JSON 404, a wrong method a JSON 405 with
-// Allow (see serveHTTP); the old route with a trailing space ("provisioningRequests%20") is simply unknown.
-func (s *Server) routes() *http.ServeMux {
-	mux := http.NewServeMux()
-	for _, root := range []string{apiRoot, apiRootLower} {
-		collection := root + "/v1/provisioningRequests"
-		named := collection + "/{provisioningRequestId}"
-		mux.Handle("GET "+root+"/api_versions", s.route(verbNone, s.apiVersions))
-		mux.Handle("GET "+root+"/v1/api_versions", s.route(verbNone, s.apiVersions))
-		mux.Handle("GET "+collection, s.route(verbList, s.list))
-		mux.Handle("POST "+collection, s.route(verbCreate, s.create))
-		mux.Handle("GET "+named, s.route(verbGet, s.get))
-		mux.Handle("PUT "+named, s.route(verbUpdate, s.replace))
-		mux.Handle("DELETE "+named, s.route(verbDelete, s.remove))
-	}
-	return mux
+// An API is one northbound API on the shared listener: a handler type that registers its routes on the
+// server's mux when the server is built (New).
+type API interface {
+	Register(m *Mux)
+}
+
+// Op is one operation of an API: an error it returns is answered as the API's ProblemDetails.
+type Op func(http.ResponseWriter, *http.Request) error
+
+// Mux is what an API registers on and answers through: the server's routes, configuration and log.
+type Mux struct{ s *Server }
+
+// root is an API root: its paths' problems are rendered by render (nil: ProblemDetails as it is).
+type root struct {
+	path   string
+	render Renderer
+}
+
+// Root claims an API root: every problem answered under it, unmatched paths included, is rendered by
+// render (nil: ProblemDetails as it is). The first root registered is the one the liveness probe reads
+// api_versions from.
+func (m *Mux) Root(path string, render Renderer) {
+	m.s.roots = append(m.s.roots, root{path: path, render: render})
+}
+
+// Handle routes pattern (a ServeMux method pattern) to op: the caller is authorised for verb first
+// (when authentication is on), and an error op returns is answered as ProblemDetails.
+func (m *Mux) Handle(pattern, verb string, op Op) { m.s.mux.Handle(pattern, m.s.route(verb, op)) }
+
+// Config is the server's configuration (page size, API-server call timeout, the chain's rules).
+func (m *Mux) Config() Config { return m.s.cfg }
+
+// Log is the server's logger.
+func (m *Mux) Log() *zap.Logger { return m.s.log }
+
+// Write answers code with body encoded as the caller accepts it (see Server.write).
+func (m *Mux) Write(w http.ResponseWriter, r *http.Request, code int, body any) {
+	m.s.write(w, r, code, body)
 }
 
 // route wraps an operation: the caller is authorised for verb first (when authentication is on), and an
 // error the operation returns is answered as ProblemDetails.
-func (s *Server) route(verb string, op func(http.ResponseWriter, *http.Request) error) http.Handler {
+func (s *Server) route(verb string, op Op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.auth != nil {
 			name := ""
-			if verb == verbGet || verb == verbUpdate || verb == verbDelete {
+			if verb == VerbGet || verb == VerbUpdate || verb == VerbDelete {
 				name = r.PathValue("provisioningRequestId")
 			}
 			if err := s.auth.authorize(r.Context(), r, verb, name); err != nil {
-				s.writeProblem(w, r, asProblem(err))
+				s.writeProblem(w, r, AsProblem(err))
 				return
 			}
 		}
 		if err := op(w, r); err != nil {
-			s.writeProblem(w, r, asProblem(err))
+			s.writeProblem(w, r, AsProblem(err))
 		}
 	})
 }
@@ -79,7 +86,7 @@ type recorder struct {
 	http.ResponseWriter
 	code    int
 	wrote   bool
-	problem *problem
+	problem *Problem
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -112,7 +119,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("a request panicked", zap.Any("panic", v), zap.ByteString("stack", debug.Stack()),
 				zap.String("method", r.Method), zap.String("route", route))
 			if !rec.wrote {
-				s.writeProblem(rec, r, asProblem(fmt.Errorf("panic: %v", v)))
+				s.writeProblem(rec, r, AsProblem(fmt.Errorf("panic: %v", v)))
 			}
 		}
 		s.observe(rec, r, route, time.Since(start))
@@ -122,10 +129,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if pattern != "" && r.URL.Path == cleanPath(r.URL.Path) {
 		_, route, _ = strings.Cut(pattern, " ")
 	}
-	if _, ok := negotiate(r.Header.Get("Accept")); !ok {
-		s.writeProblem(rec, r, newProblem(http.StatusNotAcceptable,
+	if _, ok := Negotiate(r.Header.Get("Accept")); !ok {
+		s.writeProblem(rec, r, NewProblem(http.StatusNotAcceptable,
 			"Accept %q allows no media type this API answers: application/json or application/yaml",
-			truncate(r.Header.Get("Accept"), 100)))
+			Truncate(r.Header.Get("Accept"), 100)))
 		return
 	}
 	if route == "unmatched" {
@@ -161,12 +168,12 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allowed) > 0 {
-		s.writeProblem(w, r, newProblem(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
+		s.writeProblem(w, r, NewProblem(http.StatusMethodNotAllowed, "method %s is not allowed on %s; allowed: %s",
 			methodLabel(r.Method), r.URL.Path, strings.Join(allowed, ", ")).
-			withHeader("Allow", strings.Join(allowed, ", ")))
+			WithHeader("Allow", strings.Join(allowed, ", ")))
 		return
 	}
-	s.writeProblem(w, r, newProblem(http.StatusNotFound, "%s is not a resource of this API", truncate(r.URL.Path, 200)))
+	s.writeProblem(w, r, NewProblem(http.StatusNotFound, "%s is not a resource of this API", Truncate(r.URL.Path, 200)))
 }
 
 // observe records the metrics and writes the request's log line: debug for every request, a warning
@@ -181,8 +188,8 @@ func (s *Server) observe(rec *recorder, r *http.Request, route string, took time
 	s.metrics.duration.WithLabelValues(route, method).Observe(took.Seconds())
 	fields := []zap.Field{zap.String("method", method), zap.String("route", route), zap.Int("code", code), zap.Duration("duration", took)}
 	if code >= 500 {
-		if rec.problem != nil && rec.problem.cause != nil {
-			fields = append(fields, zap.NamedError("cause", rec.problem.cause))
+		if rec.problem != nil && rec.problem.Cause != nil {
+			fields = append(fields, zap.NamedError("cause", rec.problem.Cause))
 		}
 		s.log.Warn("northbound request failed", fields...)
 		return
@@ -192,189 +199,14 @@ func (s *Server) observe(rec *recorder, r *http.Request, route string, took time
 	}
 }
 
-// apiVersions answers the ETSI GS NFV-SOL 013 ApiVersionInformation shape that O2IMS uses:
-// uriPrefix is {apiRoot}/{apiName}/{apiMajorVersion} at both the API root and under v1.
-func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) error {
-	root, _, _ := strings.Cut(r.URL.Path[1:], "/")
-	s.write(w, r, http.StatusOK, apiVersionInformation{
-		URIPrefix:   "/" + root + "/v1",
-		APIVersions: []apiVersionEntry{{Version: apiVersion}},
-	})
-	return nil
-}
-
-type apiVersionInformation struct {
+// APIVersionInformation is the ETSI GS NFV-SOL 013 ApiVersionInformation shape O2IMS uses for
+// api_versions: uriPrefix is {apiRoot}/{apiName}/{apiMajorVersion}.
+type APIVersionInformation struct {
 	URIPrefix   string            `json:"uriPrefix"`
-	APIVersions []apiVersionEntry `json:"apiVersions"`
+	APIVersions []APIVersionEntry `json:"apiVersions"`
 }
 
-type apiVersionEntry struct {
+// APIVersionEntry is one version of an APIVersionInformation.
+type APIVersionEntry struct {
 	Version string `json:"version"`
-}
-
-// list answers the requests in the Store, filtered, selected and paged (see paging.go).
-func (s *Server) list(w http.ResponseWriter, r *http.Request) error {
-	params, order, err := parseListQuery(r.URL.RawQuery)
-	if err != nil {
-		return newProblem(http.StatusBadRequest, "%v", err)
-	}
-	var f query.Filter
-	if expr, ok := params["filter"]; ok {
-		if f, err = query.ParseFilter(expr); err != nil {
-			return newProblem(http.StatusBadRequest, "invalid attribute-based filtering expression: %v", err)
-		}
-	}
-	sel, err := parseSelection(params)
-	if err != nil {
-		return newProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
-	}
-	marker := ""
-	if m, ok := params["nextpage_opaque_marker"]; ok {
-		if marker, err = decodeMarker(m); err != nil {
-			return newProblem(http.StatusBadRequest, "%v", err)
-		}
-	}
-	sorted, err := s.sorted()
-	if err != nil {
-		return storeUnavailable(err)
-	}
-	if f == nil && sel.complete() {
-		if media, _ := negotiate(r.Header.Get("Accept")); media == mediaJSON {
-			if body, last, more, ok := s.jsonPage(sorted, marker); ok {
-				if more {
-					w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(last)))
-				}
-				body.writeTo(w, http.StatusOK)
-				return nil
-			}
-		}
-	}
-	page, more := s.page(sorted, marker, f, sel)
-	if more {
-		w.Header().Set("Link", nextLink(r.URL, order, encodeMarker(page[len(page)-1].ProvisioningRequestData.ProvisioningRequestID)))
-	}
-	s.write(w, r, http.StatusOK, ProvisioningRequestList{Items: page})
-	return nil
-}
-
-func storeUnavailable(err error) *problem {
-	return newProblem(http.StatusServiceUnavailable, "the provisioning requests cannot be read right now; retry later").withCause(err)
-}
-
-// pathID is the id in a named route; one that is not a valid id cannot exist, so it is a 404.
-func pathID(r *http.Request) (string, error) {
-	id := r.PathValue("provisioningRequestId")
-	if err := query.ValidateRequestID(id); err != nil {
-		return "", newProblem(http.StatusNotFound, "provisioning request not found: %v", err)
-	}
-	return id, nil
-}
-
-// get answers one request from the Store: a request being deleted answers DELETING until it is gone.
-func (s *Server) get(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	obj, found, err := s.store.Get(id)
-	if err != nil {
-		return storeUnavailable(err)
-	}
-	if !found {
-		return newProblem(http.StatusNotFound, "provisioning request %q not found", id)
-	}
-	s.write(w, r, http.StatusOK, s.infoOf(obj))
-	return nil
-}
-
-// create makes the ProvisioningRequest named after provisioningRequestId and answers 201 with the Info of
-// the object the API server created.
-func (s *Server) create(w http.ResponseWriter, r *http.Request) error {
-	data, err := s.readData(w, r)
-	if err != nil {
-		return err
-	}
-	if err := query.ValidateRequestID(data.ID); err != nil {
-		return newProblem(http.StatusBadRequest, "%v", err)
-	}
-	if err := s.checkChain(data); err != nil {
-		return err
-	}
-	if s.dyn == nil {
-		return fromAPIError(errClientNotConfigured, data.ID)
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": v1alpha1.APIVersion,
-		"kind":       v1alpha1.Kind,
-		"metadata":   map[string]any{"name": data.ID},
-		"spec":       data.Spec(),
-	}}
-	ctx, cancel := s.ctxAPI(r.Context())
-	defer cancel()
-	created, err := s.dyn.Resource(v1alpha1.GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
-	if err != nil {
-		return fromAPIError(err, data.ID)
-	}
-	w.Header().Set("Location", r.URL.Path+"/"+data.ID)
-	s.write(w, r, http.StatusCreated, s.infoOf(created))
-	return nil
-}
-
-// replace puts the body's data in place of the request's spec. It is one JSON patch replacing /spec
-// rather than a read-modify-write: no resourceVersion conflicts with the operator's own frequent status
-// writes, no lost update (the whole spec is the body), and one call. The id cannot change (422).
-func (s *Server) replace(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	data, err := s.readData(w, r)
-	if err != nil {
-		return err
-	}
-	if data.ID != id {
-		return newProblem(http.StatusUnprocessableEntity,
-			"provisioningRequestId %q in the body differs from %q in the path: the id of a provisioning request cannot be changed",
-			truncate(data.ID, 260), id)
-	}
-	if err := s.checkChain(data); err != nil {
-		return err
-	}
-	if s.dyn == nil {
-		return fromAPIError(errClientNotConfigured, id)
-	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": data.Spec()}})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.ctxAPI(r.Context())
-	defer cancel()
-	updated, err := s.dyn.Resource(v1alpha1.GVR).Patch(ctx, id, types.JSONPatchType, patch,
-		metav1.PatchOptions{FieldManager: fieldManager})
-	if err != nil {
-		return fromAPIError(err, id)
-	}
-	s.write(w, r, http.StatusOK, s.infoOf(updated))
-	return nil
-}
-
-// remove asks the API server to delete the request and answers 202 with its Location to poll: it answers
-// DELETING while finalizers hold it, then 404.
-func (s *Server) remove(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	if s.dyn == nil {
-		return fromAPIError(errClientNotConfigured, id)
-	}
-	ctx, cancel := s.ctxAPI(r.Context())
-	defer cancel()
-	if err := s.dyn.Resource(v1alpha1.GVR).Delete(ctx, id, metav1.DeleteOptions{}); err != nil {
-		return fromAPIError(err, id)
-	}
-	w.Header().Set("Location", r.URL.Path)
-	w.Header().Set("Content-Length", "0")
-	w.WriteHeader(http.StatusAccepted)
-	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -39,20 +38,23 @@ type RevisionedStore interface {
 	Revision() (uint64, error)
 }
 
-// Server is the O2ims_infrastructureProvisioning northbound API.
+// StoreUnavailable is the answer while the Store cannot be read.
+func StoreUnavailable(err error) *Problem {
+	return NewProblem(http.StatusServiceUnavailable, "the provisioning requests cannot be read right now; retry later").WithCause(err)
+}
+
+// Server is the northbound listener every O2IMS API is served on (the provisioning API, nbi/provisioning;
+// the inventory API, nbi/inventoryapi): TLS, authentication, content negotiation, ProblemDetails,
+// metrics and one log line per request. The APIs register their routes when it is built (New).
 type Server struct {
 	cfg     Config
-	store   Store
-	dyn     dynamic.Interface
 	log     *zap.Logger
 	metrics *metrics
 	auth    *authenticator // nil when Auth is none
 	certs   *certReloader  // nil without TLS
 	mux     *http.ServeMux
+	roots   []root // the APIs' roots, in registration order
 	handler http.Handler
-	order   byID
-
-	inventory *inventoryAPI // nil until EnableInventory (inventory.go)
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -61,21 +63,18 @@ type Server struct {
 	stopped  chan error
 }
 
-// New builds the server; Start binds it. dyn sends the writes (nil: they answer 503); kube reviews
-// tokens and permissions and is required when cfg.Auth is "kubernetes"; reg receives the metrics (nil:
-// not registered).
-func New(cfg Config, store Store, dyn dynamic.Interface, kube kubernetes.Interface, log *zap.Logger, reg prometheus.Registerer) (*Server, error) {
+// New builds the server with its APIs' routes (each registers on the shared mux); Start binds it. kube
+// reviews tokens and permissions and is required when cfg.Auth is "kubernetes"; reg receives the
+// metrics (nil: not registered).
+func New(cfg Config, kube kubernetes.Interface, log *zap.Logger, reg prometheus.Registerer, apis ...API) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if store == nil {
-		return nil, errors.New("nbi: a Store of ProvisioningRequests is required")
-	}
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s := &Server{cfg: cfg, store: store, dyn: dyn, log: log, stopped: make(chan error, 1)}
+	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), stopped: make(chan error, 1)}
 	if cfg.authEnabled() {
 		if kube == nil {
 			return nil, errors.New("NBI_AUTH=kubernetes needs a Kubernetes client for TokenReviews and SubjectAccessReviews")
@@ -92,7 +91,9 @@ func New(cfg Config, store Store, dyn dynamic.Interface, kube kubernetes.Interfa
 	if s.metrics, err = newMetrics(reg); err != nil {
 		return nil, fmt.Errorf("nbi: registering metrics: %w", err)
 	}
-	s.mux = s.routes()
+	for _, api := range apis {
+		api.Register(&Mux{s})
+	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
 }
@@ -186,7 +187,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Probe connects to the listener as a client would — TCP, then a GET of api_versions — so a liveness
+// Probe connects to the listener as a client would — TCP, then a GET of the first API root's
+// api_versions — so a liveness
 // check fails (500) when the API does not accept connections, even if the process is alive. With
 // authentication on, the 401 an anonymous GET earns proves serving as well as a 200.
 func (s *Server) Probe(ctx context.Context) (any, error) {
@@ -213,7 +215,11 @@ func (s *Server) Probe(ctx context.Context) (any, error) {
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+apiRoot+"/api_versions", nil)
+	first := ""
+	if len(s.roots) > 0 {
+		first = s.roots[0].path
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+first+"/api_versions", nil)
 	if err != nil {
 		return nil, err
 	}

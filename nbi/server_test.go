@@ -1,4 +1,4 @@
-package nbi
+package nbi_test
 
 import (
 	"context"
@@ -22,47 +22,48 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
 func TestProbeSucceedsWhileServingAndFailsOnceStopped(t *testing.T) {
-	s := startStub(t, newMemStore(), nil, nil)
-	got, err := s.srv.Probe(context.Background())
+	s := startStub(t, nbitest.NewMemStore(), nil, nil)
+	got, err := s.Srv.Probe(context.Background())
 	require.NoError(t, err)
-	require.Equal(t, map[string]string{"northbound": "serving", "address": s.srv.Addr()}, got)
+	require.Equal(t, map[string]string{"northbound": "serving", "address": s.Srv.Addr()}, got)
 
-	require.NoError(t, s.srv.Shutdown(context.Background()))
-	_, err = s.srv.Probe(context.Background())
+	require.NoError(t, s.Srv.Shutdown(context.Background()))
+	_, err = s.Srv.Probe(context.Background())
 	require.Error(t, err)
 	select {
-	case err := <-s.srv.Stopped():
+	case err := <-s.Srv.Stopped():
 		t.Fatalf("a Shutdown was reported as stopping by itself: %v", err)
 	default:
 	}
 }
 
 func TestAListenerClosedBehindTheServersBackIsReportedOnStopped(t *testing.T) {
-	s := startStub(t, newMemStore(), nil, nil)
-	_, err := s.srv.Probe(context.Background())
+	s := startStub(t, nbitest.NewMemStore(), nil, nil)
+	_, err := s.Srv.Probe(context.Background())
 	require.NoError(t, err)
 
-	s.srv.mu.Lock()
-	ln := s.srv.ln
-	s.srv.mu.Unlock()
+	ln := s.Srv.Listener()
 	require.NoError(t, ln.Close()) // as if the socket were destroyed (ss -K)
 
 	select {
-	case err := <-s.srv.Stopped():
+	case err := <-s.Srv.Stopped():
 		require.ErrorContains(t, err, "stopped by itself")
 	case <-time.After(30 * time.Second):
 		t.Fatal("Stopped never reported the closed listener")
 	}
-	_, err = s.srv.Probe(context.Background())
+	_, err = s.Srv.Probe(context.Background())
 	require.Error(t, err, "liveness must fail: nothing accepts connections")
-	require.NotEmpty(t, s.logs.FilterMessage("the northbound API stopped by itself").All())
+	require.NotEmpty(t, s.Logs.FilterMessage("the northbound API stopped by itself").All())
 }
 
 func TestProbeBeforeStartFails(t *testing.T) {
-	srv, err := New(Config{}, newMemStore(), nil, nil, nil, nil)
+	srv, err := newServer(nbi.Config{}, nbitest.NewMemStore(), nil, nil, nil, nil)
 	require.NoError(t, err)
 	_, err = srv.Probe(context.Background())
 	require.Error(t, err)
@@ -75,23 +76,23 @@ func TestStartOnAPortInUseNamesTheAddress(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	srv, err := New(Config{Host: "127.0.0.1", Port: port}, newMemStore(), nil, nil, nil, nil)
+	srv, err := newServer(nbi.Config{Host: "127.0.0.1", Port: port}, nbitest.NewMemStore(), nil, nil, nil, nil)
 	require.NoError(t, err)
 	err = srv.Start()
 	require.ErrorContains(t, err, fmt.Sprintf("127.0.0.1:%d", port))
 
-	s := startStub(t, newMemStore(), nil, nil)
-	require.Error(t, s.srv.Start(), "started twice")
+	s := startStub(t, nbitest.NewMemStore(), nil, nil)
+	require.Error(t, s.Srv.Start(), "started twice")
 }
 
 func TestShutdownLetsARequestInFlightFinish(t *testing.T) {
-	store := newMemStore(prObject("inflight", simpleSpec("c"), nil))
-	store.block, store.entered = make(chan struct{}), make(chan struct{})
+	store := nbitest.NewMemStore(nbitest.PRObject("inflight", nbitest.SimpleSpec("c"), nil))
+	store.Block, store.Entered = make(chan struct{}), make(chan struct{})
 	s := startStub(t, store, nil, nil)
 
 	answered := make(chan int, 1)
 	go func() {
-		resp, err := s.client.Get(s.base + collectionPath)
+		resp, err := s.Client.Get(s.Base + nbitest.CollectionPath)
 		if err != nil {
 			answered <- -1
 			return
@@ -99,38 +100,38 @@ func TestShutdownLetsARequestInFlightFinish(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	<-store.entered // the request is being served
+	<-store.Entered // the request is being served
 
 	stopped := make(chan error, 1)
-	go func() { stopped <- s.srv.Shutdown(context.Background()) }()
-	close(store.block)
+	go func() { stopped <- s.Srv.Shutdown(context.Background()) }()
+	close(store.Block)
 	require.Equal(t, http.StatusOK, <-answered)
 	require.NoError(t, <-stopped)
 }
 
 func TestShutdownCutsOffWhatOutlivesTheTimeout(t *testing.T) {
-	store := newMemStore()
-	store.block, store.entered = make(chan struct{}), make(chan struct{})
-	defer close(store.block)
-	s := startStub(t, store, nil, nil, func(c *Config) { c.ShutdownTimeout = 50 * time.Millisecond })
+	store := nbitest.NewMemStore()
+	store.Block, store.Entered = make(chan struct{}), make(chan struct{})
+	defer close(store.Block)
+	s := startStub(t, store, nil, nil, func(c *nbi.Config) { c.ShutdownTimeout = 50 * time.Millisecond })
 	go func() {
-		if resp, err := s.client.Get(s.base + collectionPath); err == nil {
+		if resp, err := s.Client.Get(s.Base + nbitest.CollectionPath); err == nil {
 			resp.Body.Close()
 		}
 	}()
-	<-store.entered
-	require.ErrorContains(t, s.srv.Shutdown(context.Background()), "cut off")
+	<-store.Entered
+	require.ErrorContains(t, s.Srv.Shutdown(context.Background()), "cut off")
 }
 
 func TestMetricsCountRequestsByRoutePatternNeverByID(t *testing.T) {
-	store := newMemStore(prObject("m1", simpleSpec("c"), nil), prObject("m2", simpleSpec("c"), nil))
+	store := nbitest.NewMemStore(nbitest.PRObject("m1", nbitest.SimpleSpec("c"), nil), nbitest.PRObject("m2", nbitest.SimpleSpec("c"), nil))
 	s := startStub(t, store, nil, nil)
-	s.do(t, http.MethodGet, namedPath("m1"), nil)
-	s.do(t, http.MethodGet, namedPath("m2"), nil)
-	s.do(t, http.MethodGet, namedPath("m3"), nil)
-	s.do(t, http.MethodGet, collectionPath, nil)
-	s.do(t, http.MethodGet, "/nope/"+strings.Repeat("x", 10), nil)
-	s.do(t, "BREW", collectionPath, nil)
+	s.Do(t, http.MethodGet, nbitest.NamedPath("m1"), nil)
+	s.Do(t, http.MethodGet, nbitest.NamedPath("m2"), nil)
+	s.Do(t, http.MethodGet, nbitest.NamedPath("m3"), nil)
+	s.Do(t, http.MethodGet, nbitest.CollectionPath, nil)
+	s.Do(t, http.MethodGet, "/nope/"+strings.Repeat("x", 10), nil)
+	s.Do(t, "BREW", nbitest.CollectionPath, nil)
 
 	named := apiRoot + "/v1/provisioningRequests/{provisioningRequestId}"
 	requests := fmt.Sprintf(`
@@ -141,26 +142,26 @@ o2ims_nbi_requests_total{code="200",method="GET",route=%q} 2
 o2ims_nbi_requests_total{code="404",method="GET",route=%q} 1
 o2ims_nbi_requests_total{code="404",method="GET",route="unmatched"} 1
 o2ims_nbi_requests_total{code="405",method="OTHER",route="unmatched"} 1
-`, collectionPath, named, named)
-	require.NoError(t, testutil.GatherAndCompare(s.reg, strings.NewReader(requests), "o2ims_nbi_requests_total"))
-	require.Equal(t, 4, testutil.CollectAndCount(s.srv.metrics.duration), "one histogram per route and method")
+`, nbitest.CollectionPath, named, named)
+	require.NoError(t, testutil.GatherAndCompare(s.Reg, strings.NewReader(requests), "o2ims_nbi_requests_total"))
+	require.Equal(t, 4, testutil.CollectAndCount(s.Srv.DurationMetric()), "one histogram per route and method")
 }
 
 func TestOneDebugLinePerRequestAndAWarningWithTheCauseFor5xx(t *testing.T) {
-	s := startStub(t, newMemStore(), nil, nil)
+	s := startStub(t, nbitest.NewMemStore(), nil, nil)
 	secret := `"templateParameters":{"clusterName":"c","password":"hunter2"}`
 	body := []byte(`{"provisioningRequestId":"logged","templateName":"t","templateVersion":"v",` + secret + `}`)
-	s.do(t, http.MethodGet, collectionPath, nil)
-	s.do(t, http.MethodPost, collectionPath, body) // no client: 503
+	s.Do(t, http.MethodGet, nbitest.CollectionPath, nil)
+	s.Do(t, http.MethodPost, nbitest.CollectionPath, body) // no client: 503
 
-	debug := s.logs.FilterMessage("northbound request").FilterLevelExact(zapcore.DebugLevel).All()
+	debug := s.Logs.FilterMessage("northbound request").FilterLevelExact(zapcore.DebugLevel).All()
 	require.Len(t, debug, 1)
-	require.Equal(t, map[string]any{"method": "GET", "route": collectionPath, "code": int64(200), "duration": debug[0].ContextMap()["duration"]}, debug[0].ContextMap())
-	warn := s.logs.FilterMessage("northbound request failed").FilterLevelExact(zapcore.WarnLevel).All()
+	require.Equal(t, map[string]any{"method": "GET", "route": nbitest.CollectionPath, "code": int64(200), "duration": debug[0].ContextMap()["duration"]}, debug[0].ContextMap())
+	warn := s.Logs.FilterMessage("northbound request failed").FilterLevelExact(zapcore.WarnLevel).All()
 	require.Len(t, warn, 1)
 	require.Equal(t, int64(503), warn[0].ContextMap()["code"])
 	require.Contains(t, fmt.Sprint(warn[0].ContextMap()["cause"]), "not configured")
-	for _, entry := range s.logs.All() {
+	for _, entry := range s.Logs.All() {
 		require.NotContains(t, entry.Message+fmt.Sprint(entry.ContextMap()), "hunter2", "bodies are never logged")
 	}
 }
@@ -194,8 +195,8 @@ func writeCert(t *testing.T, dir, cn string) (certFile, keyFile string, pool *x5
 func TestTLSServesTheCertificateAndReloadsItWhenTheFilesChange(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, pool1 := writeCert(t, dir, "first")
-	s := startStub(t, newMemStore(), nil, nil, func(c *Config) { c.TLSCertFile, c.TLSKeyFile = certFile, keyFile })
-	base := "https://" + s.srv.Addr()
+	s := startStub(t, nbitest.NewMemStore(), nil, nil, func(c *nbi.Config) { c.TLSCertFile, c.TLSKeyFile = certFile, keyFile })
+	base := "https://" + s.Srv.Addr()
 
 	served := func(pool *x509.CertPool) string {
 		c := &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
@@ -206,7 +207,7 @@ func TestTLSServesTheCertificateAndReloadsItWhenTheFilesChange(t *testing.T) {
 		return resp.TLS.PeerCertificates[0].Subject.CommonName
 	}
 	require.Equal(t, "first", served(pool1))
-	_, err := s.srv.Probe(context.Background())
+	_, err := s.Srv.Probe(context.Background())
 	require.NoError(t, err, "the probe speaks TLS too")
 
 	_, _, pool2 := writeCert(t, dir, "second")
@@ -220,17 +221,12 @@ func TestTLSServesTheCertificateAndReloadsItWhenTheFilesChange(t *testing.T) {
 	evenLater := later.Add(time.Minute)
 	require.NoError(t, os.Chtimes(certFile, evenLater, evenLater))
 	require.Equal(t, "second", served(pool2))
-	require.Len(t, s.logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1)
+	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1)
 	require.Equal(t, "second", served(pool2))
-	require.Len(t, s.logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1, "logged once per change")
+	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1, "logged once per change")
 }
 
 func TestTLSWithUnreadableFilesFailsAtNew(t *testing.T) {
-	_, err := New(Config{TLSCertFile: "/nonexistent/tls.crt", TLSKeyFile: "/nonexistent/tls.key"}, newMemStore(), nil, nil, nil, nil)
+	_, err := newServer(nbi.Config{TLSCertFile: "/nonexistent/tls.crt", TLSKeyFile: "/nonexistent/tls.key"}, nbitest.NewMemStore(), nil, nil, nil, nil)
 	require.ErrorContains(t, err, "NBI_TLS_CERT_FILE")
-}
-
-func TestNewNeedsAStore(t *testing.T) {
-	_, err := New(Config{}, nil, nil, nil, nil, nil)
-	require.Error(t, err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 )
@@ -44,6 +45,7 @@ type availability struct {
 	recheck time.Duration       // between checks while it answers but fails them (someone must fix it)
 	relog   time.Duration
 	usable  *prometheus.Desc
+	clock   clock.Clock // the waits between checks, when a problem was last logged
 }
 
 func newAvailability(up *reachability) *availability {
@@ -52,6 +54,7 @@ func newAvailability(up *reachability) *availability {
 		retry:   backoff.Exponential{Base: time.Second, Max: 15 * time.Second},
 		recheck: 30 * time.Second,
 		relog:   5 * time.Minute,
+		clock:   clock.RealClock{},
 		usable: prometheus.NewDesc("o2ims_netbox_usable",
 			"1 while NetBox may be used: its check passed (version, token, custom fields) and its last call was answered below 500; 0 while it is unreachable or failed its check (requests with hosts wait).", nil, nil),
 	}
@@ -90,7 +93,7 @@ func (a *availability) set(problem *Error) {
 func (a *availability) shouldLog(text string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	now := time.Now()
+	now := a.clock.Now()
 	if text == a.logged && now.Sub(a.loggedAt) < a.relog {
 		return false
 	}
@@ -149,12 +152,12 @@ func (c *Client) keepChecking(ctx context.Context) {
 		if p := a.current(); p != nil && !IsOutage(p) {
 			delay = a.recheck
 		}
-		t := time.NewTimer(delay)
+		t := a.clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		err := c.Check(ctx)
 		if ctx.Err() != nil {

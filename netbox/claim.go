@@ -42,8 +42,8 @@ func (c *Client) Claim(ctx context.Context, d *Device, requestUID string) (Claim
 		return RaceLost, nil
 	}
 
-	nd, err := c.patchDevice(ctx, "claim", d.ID, d.ETag, StatusActive,
-		map[string]any{c.cfg.Fields.RequestUID: requestUID}, "")
+	nd, err := c.patchDevice(ctx, "claim", d.ID, d.ETag,
+		devicePatch{status: StatusActive, custom: map[string]any{c.cfg.Fields.RequestUID: requestUID}})
 	switch {
 	case err == nil:
 		if nd.Status != StatusActive || !nd.OwnedBy(requestUID) {

@@ -240,21 +240,28 @@ func (c *Client) getDevice(ctx context.Context, op string, id int32) (*Device, e
 	return d, nil
 }
 
-// patchDevice sends one conditional PATCH. It is never retried. status ""
-// leaves the status alone; a nil value in custom clears that field.
-func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag, status string, custom map[string]any, changelog string) (*Device, error) {
+// devicePatch is what one PATCH of a device changes. status "" leaves the status alone; a nil value in
+// custom clears that field; changelog is the message NetBox's change log records.
+type devicePatch struct {
+	status    string
+	custom    map[string]any
+	changelog string
+}
+
+// patchDevice sends one conditional PATCH. It is never retried.
+func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag string, p devicePatch) (*Device, error) {
 	if etag == "" {
 		return nil, newError(KindInvalid, op, "refusing an unconditional write: the device has no ETag (read it with GetDevice)")
 	}
 	var body nb.PatchedWritableDeviceWithConfigContextRequest
-	if status != "" {
-		s := nb.DeviceStatusValue(status)
+	if p.status != "" {
+		s := nb.DeviceStatusValue(p.status)
 		body.Status = &s
 	}
-	if custom != nil {
-		body.CustomFields = custom
+	if p.custom != nil {
+		body.CustomFields = p.custom
 	}
-	rctx := withRequestOptions(ctx, requestOptions{op: "patch_device", ifMatch: etag, changelog: changelog})
+	rctx := withRequestOptions(ctx, requestOptions{op: "patch_device", ifMatch: etag, changelog: p.changelog})
 	res, resp, err := c.api.DcimAPI.DcimDevicesPartialUpdate(rctx, id).PatchedWritableDeviceWithConfigContextRequest(body).Execute()
 	d, derr := c.deviceResult(op, res, resp, err, true)
 	if derr == nil {

@@ -61,7 +61,7 @@ func (c *Client) Quarantine(ctx context.Context, d *Device, reason QuarantineRea
 		return newError(KindPrecondition, "quarantine", "device %d is no longer staged and unowned; not quarantined", d.ID)
 	}
 	msg := sanitizeMessage(fmt.Sprintf("o2ims quarantine (%s): %s", reason, message), maxChangelog)
-	nd, err := c.patchDevice(ctx, "quarantine", d.ID, d.ETag, StatusFailed, nil, msg)
+	nd, err := c.patchDevice(ctx, "quarantine", d.ID, d.ETag, devicePatch{status: StatusFailed, changelog: msg})
 	if err != nil {
 		return err
 	}
@@ -111,8 +111,8 @@ func (c *Client) QuarantineClaimed(ctx context.Context, id int32, requestUID str
 			log.Info("NetBox device no longer ours; not quarantined")
 			return NotOwned, nil
 		}
-		_, err = c.patchDevice(ctx, "quarantine", id, d.ETag, StatusFailed,
-			map[string]any{c.cfg.Fields.RequestUID: nil}, msg)
+		_, err = c.patchDevice(ctx, "quarantine", id, d.ETag,
+			devicePatch{status: StatusFailed, custom: map[string]any{c.cfg.Fields.RequestUID: nil}, changelog: msg})
 		switch {
 		case err == nil:
 			c.metrics.quarantine(reason)

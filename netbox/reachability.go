@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 )
 
 // downProbeInterval: while NetBox is down as last seen, a scrape probes /api/status/ at most this often,
@@ -23,6 +24,7 @@ type reachability struct {
 	probing  atomic.Bool
 	probe    atomic.Pointer[func()]
 	interval time.Duration
+	clock    clock.PassiveClock
 	// down is when the failures began (the first failed attempt after an answer, or the first attempt
 	// ever) and what that attempt met; nil while NetBox answers. Requests waiting for it name both, the
 	// same for the whole outage.
@@ -41,12 +43,13 @@ func newReachability() *reachability {
 			Help: "NetBox reachability as last seen: 1 after an answer below 500, 0 after a timeout, transport failure or 5xx (0 before the first call).",
 		}),
 		interval: downProbeInterval,
+		clock:    clock.RealClock{},
 	}
 }
 
 // observe records one attempt's result; cause says what a failed one met.
 func (r *reachability) observe(ok bool, cause string) {
-	now := time.Now()
+	now := r.clock.Now()
 	r.up.Store(ok)
 	r.last.Store(now.UnixNano())
 	if ok {
@@ -67,7 +70,7 @@ func (r *reachability) setProbe(fn func()) { r.probe.CompareAndSwap(nil, &fn) }
 func (r *reachability) maybeProbe() {
 	last := r.last.Load()
 	fn := r.probe.Load()
-	if fn == nil || last == 0 || r.up.Load() || time.Since(time.Unix(0, last)) < r.interval {
+	if fn == nil || last == 0 || r.up.Load() || r.clock.Since(time.Unix(0, last)) < r.interval {
 		return
 	}
 	if !r.probing.CompareAndSwap(false, true) {

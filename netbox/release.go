@@ -53,8 +53,8 @@ func (c *Client) Release(ctx context.Context, id int32, requestUID string) (Rele
 		if d.Managed && (d.Status == StatusActive || d.Status == StatusStaged) {
 			status = StatusStaged
 		}
-		_, err = c.patchDevice(ctx, "release", id, d.ETag, status,
-			map[string]any{c.cfg.Fields.RequestUID: nil}, "")
+		_, err = c.patchDevice(ctx, "release", id, d.ETag,
+			devicePatch{status: status, custom: map[string]any{c.cfg.Fields.RequestUID: nil}})
 		switch {
 		case err == nil:
 			log.Info("NetBox device released", zap.Bool("statusKept", status == ""))

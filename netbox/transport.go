@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
 	"github.com/o2ims-operator/o2ims-operator/internal/bearer"
 )
@@ -127,6 +129,7 @@ func (p retryPolicy) backoff(attempt int) time.Duration {
 type retryTransport struct {
 	next   http.RoundTripper
 	policy *retryPolicy
+	clock  clock.Clock // the waits between attempts
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -157,9 +160,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if wait > d {
 			d = min(wait, t.policy.max)
 		}
-		timer := time.NewTimer(d)
+		timer := t.clock.NewTimer(d)
 		select {
-		case <-timer.C:
+		case <-timer.C():
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, ctx.Err()
@@ -293,6 +296,7 @@ func newHTTPClient(cfg Config, tokens *tokenSource, m *metrics, policy *retryPol
 	chain := &requestTransport{next: &retryTransport{
 		policy: policy,
 		next:   &attemptTransport{next: base, timeout: cfg.Timeout, tokens: tokens, metrics: m},
+		clock:  clock.RealClock{},
 	}}
 	return &http.Client{Transport: chain, CheckRedirect: bearer.RefuseRedirects(errRedirectRefused)}, nil
 }

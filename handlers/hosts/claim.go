@@ -29,7 +29,7 @@ type choice struct {
 
 // choose picks candidates for the empty slots, role by role: one schema check and one listing each. The
 // candidates are only recorded here; the record lands before the claim (claimCandidates, next pass).
-func (inv *Inventory) choose(ctx context.Context, req spec.Request, slots []Slot) (choice, error) {
+func (st *Step) choose(ctx context.Context, req spec.Request, slots []Slot) (choice, error) {
 	out := choice{missing: map[string]int{}}
 	for _, h := range req.Hosts {
 		var empty []*Slot
@@ -44,7 +44,7 @@ func (inv *Inventory) choose(ctx context.Context, req spec.Request, slots []Slot
 		// Take the candidates at random from a wider choice (the same one page of the listing): requests
 		// competing for a pool would otherwise all pick its first free host, and all but one lose it,
 		// round after round.
-		found, err := inv.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(len(empty), min(len(empty)*candidateSpread, maxCandidates)))
+		found, err := st.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(len(empty), min(len(empty)*candidateSpread, maxCandidates)))
 		if err != nil {
 			return choice{}, inventoryError(err)
 		}
@@ -74,14 +74,14 @@ func idsInUse(slots []Slot) map[int32]bool {
 }
 
 // claimCandidates claims the candidates recorded by an earlier pass (the record landed first; now the claim).
-func (inv *Inventory) claimCandidates(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) error {
+func (st *Step) claimCandidates(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) error {
 	uid := string(c.Object.GetUID())
 	for i := range slots {
 		s := &slots[i]
 		if s.Surplus || s.Phase != PhaseCandidate {
 			continue
 		}
-		if err := inv.claim(ctx, c, s, uid, cluster); err != nil {
+		if err := st.claim(ctx, c, s, uid, cluster); err != nil {
 			return err
 		}
 	}
@@ -90,13 +90,13 @@ func (inv *Inventory) claimCandidates(ctx context.Context, c *framework.Cause, s
 
 // claim takes one recorded candidate: read it with its ETag, check it is still free, resolve its BMC
 // credentials, quarantine it on a deterministic defect, else claim it conditionally and register it.
-func (inv *Inventory) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, cluster string) error {
+func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, cluster string) error {
 	id, err := netbox.ParseIdentity(s.ID)
 	if err != nil {
 		s.forget()
 		return nil
 	}
-	dev, err := inv.nb.GetDevice(ctx, id)
+	dev, err := st.nb.GetDevice(ctx, id)
 	if netbox.IsKind(err, netbox.KindNotFound) {
 		s.forget()
 		return nil
@@ -107,7 +107,7 @@ func (inv *Inventory) claim(ctx context.Context, c *framework.Cause, s *Slot, ui
 	if dev.Status == netbox.StatusActive && dev.OwnedBy(uid) {
 		// Our claim landed though its answer did not: resume it.
 		s.Phase = PhaseClaimed
-		return inv.register(ctx, c, s, dev, cluster, nil)
+		return st.register(ctx, c, s, dev, cluster, nil)
 	}
 	// Free, or staged with our uid still on it (an admin's half-reset): ours to take, never forgotten with
 	// our uid on it (no other request could ever claim it then).
@@ -117,17 +117,17 @@ func (inv *Inventory) claim(ctx context.Context, c *framework.Cause, s *Slot, ui
 		return nil
 	}
 	if reason, msg, bad := dev.BMCDataProblem(); bad {
-		return inv.setAside(ctx, c, s, dev, uid, reason, msg)
+		return st.setAside(ctx, c, s, dev, uid, defect{reason, msg})
 	}
-	creds, err := resolveCredentials(ctx, inv.core, inv.cfg.CredentialsNamespace, id)
+	creds, err := resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	if errors.As(err, &problem) {
-		return inv.setAside(ctx, c, s, dev, uid, problem.reason, problem.message)
+		return st.setAside(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
 	}
 	if err != nil {
 		return err
 	}
-	res, err := inv.nb.Claim(ctx, dev, uid)
+	res, err := st.nb.Claim(ctx, dev, uid)
 	if err != nil {
 		// A lost answer keeps the candidate: the next pass reads whether the claim landed. Never replayed.
 		return inventoryError(err)
@@ -138,5 +138,5 @@ func (inv *Inventory) claim(ctx context.Context, c *framework.Cause, s *Slot, ui
 	}
 	s.Phase = PhaseClaimed
 	c.Normal(EventHostClaimed, fmt.Sprintf("Claimed host %s (role %s)", s.ID, s.Role))
-	return inv.register(ctx, c, s, dev, cluster, creds)
+	return st.register(ctx, c, s, dev, cluster, creds)
 }

@@ -22,16 +22,16 @@ func newGauges() gauges {
 }
 
 // Describe implements prometheus.Collector.
-func (inv *Inventory) Describe(ch chan<- *prometheus.Desc) {
-	ch <- inv.gauges.claimed
-	ch <- inv.gauges.heldByFailed
+func (st *Step) Describe(ch chan<- *prometheus.Desc) {
+	ch <- st.gauges.claimed
+	ch <- st.gauges.heldByFailed
 }
 
 // Collect implements prometheus.Collector: one pass over the cached requests per scrape.
-func (inv *Inventory) Collect(ch chan<- prometheus.Metric) {
+func (st *Step) Collect(ch chan<- prometheus.Metric) {
 	claimed, failed := 0, 0
-	if inv.cache != nil {
-		if list, err := inv.cache.List(v1alpha1.GVR, ""); err == nil {
+	if st.cache != nil {
+		if list, err := st.cache.List(v1alpha1.GVR, ""); err == nil {
 			for _, u := range list {
 				isFailed := v1alpha1.StatusOf(u).State == v1alpha1.StateFailed
 				slots, _ := ReadSlots(u)
@@ -46,6 +46,6 @@ func (inv *Inventory) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(inv.gauges.claimed, prometheus.GaugeValue, float64(claimed))
-	ch <- prometheus.MustNewConstMetric(inv.gauges.heldByFailed, prometheus.GaugeValue, float64(failed))
+	ch <- prometheus.MustNewConstMetric(st.gauges.claimed, prometheus.GaugeValue, float64(claimed))
+	ch <- prometheus.MustNewConstMetric(st.gauges.heldByFailed, prometheus.GaugeValue, float64(failed))
 }

@@ -47,8 +47,8 @@ func hostStepError(s *Slot, err error) error {
 	return err
 }
 
-func (inv *Inventory) ownedByRequest(annotations map[string]string, uid string) bool {
-	return annotations[inv.cfg.OwnerAnnotation] == uid
+func (st *Step) ownedByRequest(annotations map[string]string, uid string) bool {
+	return annotations[st.cfg.OwnerAnnotation] == uid
 }
 
 // registration is what one pass saw of the claimed hosts in Metal3.
@@ -59,7 +59,7 @@ type registration struct {
 }
 
 // registerClaimed registers the claimed hosts with Metal3 and looks at their state.
-func (inv *Inventory) registerClaimed(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) (registration, error) {
+func (st *Step) registerClaimed(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) (registration, error) {
 	var r registration
 	for i := range slots {
 		s := &slots[i]
@@ -67,7 +67,7 @@ func (inv *Inventory) registerClaimed(ctx context.Context, c *framework.Cause, s
 			continue
 		}
 		r.claimed++
-		ready, detail, refused, err := inv.registered(ctx, c, s, cluster)
+		ready, detail, refused, err := st.registered(ctx, c, s, cluster)
 		if err != nil {
 			return registration{}, err
 		}
@@ -93,36 +93,36 @@ func (inv *Inventory) registerClaimed(ctx context.Context, c *framework.Cause, s
 }
 
 // register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.
-func (inv *Inventory) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
+func (st *Step) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
 	if creds == nil {
 		var err error
-		if creds, err = resolveCredentials(ctx, inv.core, inv.cfg.CredentialsNamespace, dev.ID); err != nil {
+		if creds, err = resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, dev.ID); err != nil {
 			return hostStepError(s, err)
 		}
 	}
-	if err := inv.ensureBMCSecret(ctx, c, dev.ID, creds, cluster); err != nil {
+	if err := st.ensureBMCSecret(ctx, c, dev.ID, creds, cluster); err != nil {
 		return hostStepError(s, err)
 	}
-	return hostStepError(s, inv.ensureBareMetalHost(ctx, c, *s, dev, cluster))
+	return hostStepError(s, st.ensureBareMetalHost(ctx, c, *s, dev, cluster))
 }
 
 // registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing; refused:
 // Metal3 reports that the BMC refused the credentials (credentialsRefused).
-func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (ready bool, detail string, refused bool, err error) {
+func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (ready bool, detail string, refused bool, err error) {
 	id, _ := netbox.ParseIdentity(s.ID)
-	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, inv.cfg.Metal3Namespace, bmhName(id))
+	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
 		return false, "", false, err
 	}
 	if !found {
-		dev, err := inv.nb.GetDevice(ctx, id)
+		dev, err := st.nb.GetDevice(ctx, id)
 		if err != nil {
 			return false, "", false, inventoryError(err)
 		}
-		return false, "registering with Metal3", false, inv.register(ctx, c, s, dev, cluster, nil)
+		return false, "registering with Metal3", false, st.register(ctx, c, s, dev, cluster, nil)
 	}
-	if !inv.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
-		return false, "", false, hostStepError(s, &notOursError{"BareMetalHost", inv.cfg.Metal3Namespace + "/" + bmh.GetName()})
+	if !st.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
+		return false, "", false, hostStepError(s, &notOursError{"BareMetalHost", st.cfg.Metal3Namespace + "/" + bmh.GetName()})
 	}
 	ready, detail = hostReady(bmh)
 	return ready, detail, credentialsRefused(bmh), nil
@@ -130,12 +130,12 @@ func (inv *Inventory) registered(ctx context.Context, c *framework.Cause, s *Slo
 
 // ensureBMCSecret creates the Metal3 BMC Secret from the credentials (a live read first: Secrets are not
 // cached). An existing one of ours is kept as it is.
-func (inv *Inventory) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
-	ns, name := inv.cfg.Metal3Namespace, bmcSecretName(id)
-	secrets := inv.core.CoreV1().Secrets(ns)
+func (st *Step) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
+	ns, name := st.cfg.Metal3Namespace, bmcSecretName(id)
+	secrets := st.core.CoreV1().Secrets(ns)
 	existing, err := kube.GetSecret(ctx, c, secrets, ns, name)
 	switch {
-	case err == nil && inv.ownedByRequest(existing.Annotations, string(c.Object.GetUID())):
+	case err == nil && st.ownedByRequest(existing.Annotations, string(c.Object.GetUID())):
 		return nil
 	case err == nil:
 		return &notOursError{"Secret", ns + "/" + name}
@@ -146,7 +146,7 @@ func (inv *Inventory) ensureBMCSecret(ctx context.Context, c *framework.Cause, i
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
 			Labels:      map[string]string{LabelCluster: cluster, LabelManagedBy: ManagedByValue},
-			Annotations: map[string]string{inv.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(id)},
+			Annotations: map[string]string{st.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(id)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"username": creds.username, "password": creds.password},
@@ -164,9 +164,9 @@ func (inv *Inventory) ensureBMCSecret(ctx context.Context, c *framework.Cause, i
 }
 
 // ensureBareMetalHost creates the host's BareMetalHost, powered off and labelled for the cluster.
-func (inv *Inventory) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
+func (st *Step) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
 	gvr := external.BareMetalHostGVR
-	ns, name := inv.cfg.Metal3Namespace, bmhName(dev.ID)
+	ns, name := st.cfg.Metal3Namespace, bmhName(dev.ID)
 	bmh := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": "BareMetalHost",
 		"spec": map[string]any{
@@ -178,18 +178,18 @@ func (inv *Inventory) ensureBareMetalHost(ctx context.Context, c *framework.Caus
 	bmh.SetName(name)
 	bmh.SetNamespace(ns)
 	bmh.SetLabels(map[string]string{LabelCluster: cluster, LabelRole: s.Role, LabelManagedBy: ManagedByValue})
-	bmh.SetAnnotations(map[string]string{inv.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
-	_, err := inv.api.Create(ctx, gvr, bmh)
+	bmh.SetAnnotations(map[string]string{st.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
+	_, err := st.api.Create(ctx, gvr, bmh)
 	switch {
 	case err == nil:
 		c.Normal(eventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
 		return nil
 	case framework.IsClass(err, framework.ClassConflict):
-		live, gerr := inv.api.Get(ctx, c, gvr, ns, name)
+		live, gerr := st.api.Get(ctx, c, gvr, ns, name)
 		if gerr != nil {
 			return gerr
 		}
-		if !inv.ownedByRequest(live.GetAnnotations(), string(c.Object.GetUID())) {
+		if !st.ownedByRequest(live.GetAnnotations(), string(c.Object.GetUID())) {
 			return &notOursError{"BareMetalHost", ns + "/" + name}
 		}
 		return nil
@@ -253,17 +253,17 @@ type removal struct {
 
 // deleteMetal3 removes our BareMetalHost, then our BMC Secret, and reports whether both are gone. Objects
 // that are not ours are never touched.
-func (inv *Inventory) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
+func (st *Step) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
 	uid := string(c.Object.GetUID())
-	gvr, ns := external.BareMetalHostGVR, inv.cfg.Metal3Namespace
-	bmh, err := inv.api.Get(ctx, c, gvr, ns, bmhName(id))
+	gvr, ns := external.BareMetalHostGVR, st.cfg.Metal3Namespace
+	bmh, err := st.api.Get(ctx, c, gvr, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 	case err != nil:
 		return removal{}, err
-	case inv.ownedByRequest(bmh.GetAnnotations(), uid):
+	case st.ownedByRequest(bmh.GetAnnotations(), uid):
 		if bmh.GetDeletionTimestamp() == nil {
-			if err := inv.api.Delete(ctx, gvr, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if err := st.api.Delete(ctx, gvr, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return removal{}, err
 			}
 			c.Normal(eventDeleted, fmt.Sprintf("Deleted BareMetalHost %s/%s", ns, bmh.GetName()))
@@ -272,10 +272,10 @@ func (inv *Inventory) deleteMetal3(ctx context.Context, c *framework.Cause, id i
 		// BareMetalHost watch); the Secret stays until then, as Metal3 needs the credentials to do it.
 		return removal{detail: fmt.Sprintf("%s: BareMetalHost being removed", netbox.Identity(id))}, nil
 	}
-	secrets := inv.core.CoreV1().Secrets(ns)
+	secrets := st.core.CoreV1().Secrets(ns)
 	sec, err := kube.GetSecret(ctx, c, secrets, ns, bmcSecretName(id))
 	switch cerr := framework.ClassifyAPIError("get Secret "+ns+"/"+bmcSecretName(id), false, err); {
-	case err == nil && inv.ownedByRequest(sec.Annotations, uid):
+	case err == nil && st.ownedByRequest(sec.Annotations, uid):
 		pre := metav1.Preconditions{UID: &sec.UID}
 		if err := secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &pre}); err != nil {
 			if cerr := framework.ClassifyAPIError("delete Secret "+ns+"/"+sec.Name, true, err); !framework.IsClass(cerr, framework.ClassNotFound) {

@@ -6,11 +6,11 @@ package hosts
 // chain re-drives it after REQUEUE_INTERVAL while its budget keeps running (a long outage can still fail
 // it by timeout). Nothing was lost: the records of this pass are written as usual, and a write whose
 // answer was lost is read back by the next pass, never replayed. false for any other error.
-func (inv *Inventory) netboxWait(err error) (string, bool) {
+func (st *Step) netboxWait(err error) (string, bool) {
 	if err == nil {
 		return "", false
 	}
-	why, ok := inv.nb.Unavailability(err)
+	why, ok := st.nb.Unavailability(err)
 	if !ok {
 		return "", false
 	}

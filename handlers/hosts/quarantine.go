@@ -10,28 +10,33 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
+// defect is a deterministic reason to set a candidate aside: NetBox's word for it and what was found.
+type defect struct {
+	reason  netbox.QuarantineReason
+	message string
+}
+
 // setAside takes a candidate with a deterministic defect (BMC data, credentials) out of the choice:
 // quarantined when it is free; when it still carries our uid (half-reset), our uid is cleared first (a
 // quarantine never touches an owned device), so it is free for the next pass to quarantine or for someone
 // to fix.
-func (inv *Inventory) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string,
-	reason netbox.QuarantineReason, msg string) error {
+func (st *Step) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) error {
 	if dev.OwnedBy(uid) {
-		if _, err := inv.nb.Release(ctx, dev.ID, uid); err != nil {
+		if _, err := st.nb.Release(ctx, dev.ID, uid); err != nil {
 			return inventoryError(err)
 		}
 		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
-			zap.String("host", s.ID), zap.String("reason", string(reason)))
+			zap.String("host", s.ID), zap.String("reason", string(d.reason)))
 		s.forget()
 		return nil
 	}
-	return inv.quarantine(ctx, c, s, dev, reason, msg)
+	return st.quarantine(ctx, c, s, dev, d.reason, d.message)
 }
 
 // quarantine marks a free device failed with its reason, conditionally on the read it was judged by.
-func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
+func (st *Step) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
 	reason netbox.QuarantineReason, msg string) error {
-	switch err := inv.nb.Quarantine(ctx, dev, reason, msg); {
+	switch err := st.nb.Quarantine(ctx, dev, reason, msg); {
 	case err == nil:
 		// Only a committed quarantine is announced.
 		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
@@ -48,8 +53,8 @@ func (inv *Inventory) quarantine(ctx context.Context, c *framework.Cause, s *Slo
 // quarantineClaimed sets a claimed host whose BMC refused the credentials failed in NetBox, our uid
 // cleared, once our Metal3 objects are confirmed gone (the checkpoint): the last step of its release.
 // The event is posted only when this call committed it.
-func (inv *Inventory) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
-	res, err := inv.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
+func (st *Step) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
+	res, err := st.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
 	if err != nil {
 		return inventoryError(err)
 	}

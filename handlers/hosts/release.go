@@ -24,22 +24,22 @@ type Released struct {
 // Release undoes the hosts in reverse: our BareMetalHost and BMC Secret first (confirmed gone), a
 // checkpoint on the request, then the device back to the pool. Nothing is ever done to a device or an
 // object that is not this request's. NetBox being unusable is a wait naming why (outage.go).
-func (inv *Inventory) Release(ctx context.Context, c *framework.Cause) (Released, error) {
-	res, err := inv.release(ctx, c)
-	if msg, ok := inv.netboxWait(err); ok {
+func (st *Step) Release(ctx context.Context, c *framework.Cause) (Released, error) {
+	res, err := st.release(ctx, c)
+	if msg, ok := st.netboxWait(err); ok {
 		return Released{Message: msg}, nil
 	}
 	return res, err
 }
 
-func (inv *Inventory) release(ctx context.Context, c *framework.Cause) (Released, error) {
+func (st *Step) release(ctx context.Context, c *framework.Cause) (Released, error) {
 	slots, err := ReadSlots(c.Object)
 	if err != nil {
 		return Released{}, fmt.Errorf("reading host records: %w", err)
 	}
 	before := slices.Clone(slots)
 	defer func() { writeSlots(c, before, slots) }()
-	p, err := inv.releaseSlots(ctx, c, slots, func(Slot) bool { return true })
+	p, err := st.releaseSlots(ctx, c, slots, func(Slot) bool { return true })
 	if err != nil {
 		return Released{}, err
 	}
@@ -70,7 +70,7 @@ func (p *releaseProgress) add(s *Slot, detail string) {
 // Metal3 objects gone (checkpoint PhaseMetal3Released, in a pass of its own), then the device back to the
 // pool (PhaseReleased) — or, for a host whose BMC refused the credentials, quarantined in NetBox (failed,
 // our uid cleared, the reason in its changelog).
-func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slots []Slot, selected func(Slot) bool) (releaseProgress, error) {
+func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Slot, selected func(Slot) bool) (releaseProgress, error) {
 	uid := string(c.Object.GetUID())
 	var p releaseProgress
 	for i := len(slots) - 1; i >= 0; i-- {
@@ -85,7 +85,7 @@ func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slot
 		}
 		switch s.Phase {
 		case PhaseCandidate, PhaseClaimed:
-			r, err := inv.deleteMetal3(ctx, c, id)
+			r, err := st.deleteMetal3(ctx, c, id)
 			if err != nil {
 				return releaseProgress{}, err
 			}
@@ -98,12 +98,12 @@ func (inv *Inventory) releaseSlots(ctx context.Context, c *framework.Cause, slot
 			p.add(s, r.detail)
 		case PhaseMetal3Released:
 			if s.Refused != "" {
-				if err := inv.quarantineClaimed(ctx, c, s, id, uid); err != nil {
+				if err := st.quarantineClaimed(ctx, c, s, id, uid); err != nil {
 					return releaseProgress{}, err
 				}
 				continue
 			}
-			res, err := inv.nb.Release(ctx, id, uid)
+			res, err := st.nb.Release(ctx, id, uid)
 			if err != nil {
 				return releaseProgress{}, inventoryError(err)
 			}

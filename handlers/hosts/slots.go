@@ -6,34 +6,39 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
 
-// Host slot phases, persisted per host in status.extensions.hosts. The record is what makes a restart
-// resume the same claim instead of picking (and leaking) another host.
+// Phase is where a host slot is, persisted per host in status.extensions.hosts. The record is what makes
+// a restart resume the same claim instead of picking (and leaking) another host. A phase read from a
+// record may be none of these (someone's edit): the release starts such a host from the beginning.
+type Phase string
+
 const (
 	// PhaseCandidate: chosen and recorded on the request, not yet claimed in NetBox (the record lands
 	// before the claim, so a crash between the two re-reads this device rather than choosing another).
-	PhaseCandidate = "candidate"
+	PhaseCandidate Phase = "candidate"
 	// PhaseClaimed: active in NetBox with our request uid.
-	PhaseClaimed = "claimed"
+	PhaseClaimed Phase = "claimed"
 	// PhaseMetal3Released: release checkpoint: our BareMetalHost and BMC Secret are confirmed gone.
-	PhaseMetal3Released = "metal3-released"
+	PhaseMetal3Released Phase = "metal3-released"
 	// PhaseReleased: back in the pool (or never ours): nothing left to do for it.
-	PhaseReleased = "released"
+	PhaseReleased Phase = "released"
 )
 
 // Slot is one requested host: the i-th of a role. A surplus slot is a host the spec no longer asks for
 // (its role's count was lowered or the role removed): it is released like on deletion, checkpoint by
-// checkpoint, and dropped from the record once it is back in the pool.
+// checkpoint, and dropped from the record once it is back in the pool. Its json tags are the persisted
+// record, read (ReadSlots) and written (writeSlots) through this struct alone.
 type Slot struct {
 	Role    string `json:"role"`
 	Index   int    `json:"index"`
 	ID      string `json:"id,omitempty"`
-	Phase   string `json:"phase,omitempty"`
+	Phase   Phase  `json:"phase,omitempty"`
 	Surplus bool   `json:"surplus,omitempty"`
 	// Refused says why Metal3 could not register the claimed host (its BMC refused the credentials;
 	// sanitised, one line): the host is surplus, released with the checkpoints of a deletion but set
@@ -138,22 +143,20 @@ func writeSlots(c *framework.Cause, before, after []Slot) {
 	if slices.Equal(before, after) {
 		return
 	}
-	list := make([]any, 0, len(after))
-	for _, s := range after {
-		m := map[string]any{"role": s.Role, "index": int64(s.Index)}
-		if s.ID != "" {
-			m["id"] = s.ID
-		}
-		if s.Phase != "" {
-			m["phase"] = s.Phase
-		}
-		if s.Surplus {
-			m["surplus"] = true
-		}
-		if s.Refused != "" {
-			m["refused"] = s.Refused
+	c.Patch.SetStatus(slotsUnstructured(after), v1alpha1.FieldExtensions, extensionsHosts)
+}
+
+// slotsUnstructured is the records as the status holds them: each Slot by its json tags, an omitempty
+// member left out, the index an int64 (what a decoded object holds, so an unchanged record compares
+// equal).
+func slotsUnstructured(slots []Slot) []any {
+	list := make([]any, 0, len(slots))
+	for _, s := range slots {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&s)
+		if err != nil {
+			panic(fmt.Sprintf("a host record does not convert: %v", err)) // strings, an int and a bool always do
 		}
 		list = append(list, m)
 	}
-	c.Patch.SetStatus(list, v1alpha1.FieldExtensions, extensionsHosts)
+	return list
 }

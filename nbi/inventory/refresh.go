@@ -95,7 +95,7 @@ func NewRefresher(view *View, src Source, log *zap.Logger, reg prometheus.Regist
 		if last.IsZero() {
 			return -1
 		}
-		return view.now().Sub(last).Seconds()
+		return view.clock.Since(last).Seconds()
 	})
 	objects := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "o2ims_inventory_resources",
@@ -119,30 +119,33 @@ func (r *Refresher) Kick() {
 	}
 }
 
-// Run refreshes until ctx ends. A failed refresh is retried at the next interval; the view keeps what
-// it has.
-func (r *Refresher) Run(ctx context.Context) {
+// NeedLeaderElection: every replica keeps its view (each serves the inventory API).
+func (r *Refresher) NeedLeaderElection() bool { return false }
+
+// Start refreshes until ctx ends, then returns nil. A failed refresh is retried at the next interval;
+// the view keeps what it has.
+func (r *Refresher) Start(ctx context.Context) error {
 	cfg := r.view.cfg
 	nextFull := time.Time{}
 	for {
-		start := r.view.now()
+		start := r.view.clock.Now()
 		full := !start.Before(nextFull)
 		if err := r.Refresh(ctx, full); err != nil {
 			if ctx.Err() != nil {
-				return
+				return nil
 			}
 			r.log.Warn("refreshing the inventory from NetBox failed; answering the last view", zap.Bool("full", full), zap.Error(err))
 		} else if full {
 			nextFull = start.Add(cfg.ResyncInterval)
 		}
-		t := time.NewTimer(cfg.RefreshInterval)
+		t := r.view.clock.NewTimer(cfg.RefreshInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-r.kick:
 			t.Stop()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -163,7 +166,7 @@ func (r *Refresher) Refresh(ctx context.Context, full bool) error {
 	if ctx.Err() == nil {
 		r.mu.Lock()
 		if err != nil && r.failing == nil {
-			r.failingSince = r.view.now()
+			r.failingSince = r.view.clock.Now()
 		}
 		r.failing = err
 		r.mu.Unlock()
@@ -197,7 +200,7 @@ func (r *Refresher) Degraded() string {
 }
 
 func (r *Refresher) refresh(ctx context.Context, full bool) error {
-	at := r.view.now()
+	at := r.view.clock.Now()
 	sites, err := r.src.ListInventorySites(ctx, r.sites.since(full))
 	if err != nil {
 		return fmt.Errorf("listing sites: %w", err)
@@ -214,7 +217,7 @@ func (r *Refresher) refresh(ctx context.Context, full bool) error {
 	r.view.applySites(sites)
 	r.view.applyTypes(types)
 	r.view.applyDevices(devs, full)
-	now := r.view.now()
+	now := r.view.clock.Now()
 	var newest time.Time
 	for _, s := range sites {
 		newest = later(newest, s.LastUpdated)
@@ -251,7 +254,7 @@ func (v *View) Probe(context.Context) (any, error) {
 	out := map[string]any{"synced": synced}
 	if !last.IsZero() {
 		out["lastRefresh"] = last.UTC().Format(time.RFC3339Nano)
-		out["ageSeconds"] = v.now().Sub(last).Seconds()
+		out["ageSeconds"] = v.clock.Since(last).Seconds()
 	}
 	n, p, t := v.Counts()
 	out["resources"], out["resourcePools"], out["resourceTypes"] = n, p, t

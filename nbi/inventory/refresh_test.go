@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
@@ -157,15 +158,15 @@ func TestChangesOnlyRefreshSeesAdministratorsEdits(t *testing.T) {
 func TestNetBoxDownKeepsTheLastView(t *testing.T) {
 	f := newFixture(t, 2)
 	ctx := context.Background()
-	now := time.Now()
-	f.view.now = func() time.Time { return now }
+	clk := clocktesting.NewFakeClock(time.Now())
+	f.view.clock = clk
 	require.NoError(t, f.ref.Refresh(ctx, true))
 	f.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: 503, Count: 100})
-	now = now.Add(time.Minute)
+	clk.Step(time.Minute)
 	require.Error(t, f.ref.Refresh(ctx, false))
 	require.NotNil(t, f.resource(t, 1))
 	_, last := f.view.Synced()
-	require.Equal(t, time.Minute, now.Sub(last))
+	require.Equal(t, time.Minute, clk.Since(last))
 	age, ok := promtest.Gather(t, f.reg).Value("o2ims_inventory_view_age_seconds", nil)
 	require.True(t, ok, "no metric o2ims_inventory_view_age_seconds")
 	require.InDelta(t, 60, age, 0.001)
@@ -199,7 +200,7 @@ func TestStalenessOfAnAdministratorsChange(t *testing.T) {
 	f.view.cfg.RefreshInterval = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go f.ref.Run(ctx)
+	go func() { _ = f.ref.Start(ctx) }()
 	require.Eventually(t, func() bool { s, _ := f.view.Synced(); return s }, 30*time.Second, 10*time.Millisecond)
 	var lags []time.Duration
 	for i := 0; i < 10; i++ {
@@ -223,8 +224,8 @@ func TestStalenessOfAnAdministratorsChange(t *testing.T) {
 func TestRefreshCallsPerMinute(t *testing.T) {
 	f := newFixture(t, 1500)
 	ctx := context.Background()
-	now := time.Now()
-	f.view.now = func() time.Time { return now }
+	clk := clocktesting.NewFakeClock(time.Now())
+	f.view.clock = clk
 	total := func() int {
 		return f.sim.Calls(http.MethodGet, netboxsim.RouteDevices) + f.sim.Calls(http.MethodGet, netboxsim.RouteSites) +
 			f.sim.Calls(http.MethodGet, netboxsim.RouteDeviceTypes)
@@ -234,12 +235,12 @@ func TestRefreshCallsPerMinute(t *testing.T) {
 	// The first changes-only refreshes re-read the last seconds before the newest stamp (a row stamped
 	// then may still have been committing); once settled, only what is newer.
 	for i := 0; i < 3; i++ {
-		now = now.Add(DefaultRefreshInterval)
+		clk.Step(DefaultRefreshInterval)
 		require.NoError(t, f.ref.Refresh(ctx, false))
 	}
 	before := total()
 	for i := 0; i < 6; i++ {
-		now = now.Add(DefaultRefreshInterval)
+		clk.Step(DefaultRefreshInterval)
 		require.NoError(t, f.ref.Refresh(ctx, false))
 	}
 	perRefresh := (total() - before) / 6

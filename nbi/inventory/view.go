@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -37,7 +39,9 @@ type Change struct {
 type View struct {
 	cfg   Config
 	owner func(uid string) string // a request's name by uid; nil: none known
-	now   func() time.Time
+	clock clock.WithTicker        // stamps changes and refreshes, and paces the refresher
+	// synced is closed once a full listing has been applied (the notifier waits for it).
+	synced chan struct{}
 
 	mu          sync.RWMutex
 	devices     map[int32]*device
@@ -54,7 +58,6 @@ type View struct {
 	byType      map[string]int32
 	rev         uint64
 	snap        *Snapshot
-	synced      bool
 	lastRefresh time.Time // last successful refresh from NetBox
 	sinks       []func([]Change)
 }
@@ -78,7 +81,7 @@ type typeDetail struct {
 // extensions.
 func NewView(cfg Config, owner func(uid string) string) *View {
 	return &View{
-		cfg: cfg, owner: owner, now: time.Now,
+		cfg: cfg, owner: owner, clock: clock.RealClock{}, synced: make(chan struct{}),
 		devices: map[int32]*device{}, byResource: map[string]int32{},
 		sites: map[int32]siteDetail{}, types: map[int32]typeDetail{},
 		poolRefs: map[int32]int{}, typeRefs: map[int32]int{},
@@ -102,8 +105,20 @@ func (v *View) OnChange(fn func([]Change)) {
 func (v *View) Synced() (synced bool, lastRefresh time.Time) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	return v.synced, v.lastRefresh
+	return v.isSynced(), v.lastRefresh
 }
+
+func (v *View) isSynced() bool {
+	select {
+	case <-v.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// syncedC is closed once the view has applied a full listing.
+func (v *View) syncedC() <-chan struct{} { return v.synced }
 
 // Resource answers one resource of a pool.
 func (v *View) Resource(poolID, id string) (*Entry, bool) {
@@ -241,7 +256,7 @@ func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Cha
 		old.rec = *rec
 		return changes
 	}
-	now := v.now()
+	now := v.clock.Now()
 	var prior *Entry
 	v.devices[rec.ID] = &device{rec: *rec, entry: entry}
 	v.byResource[entry.ID] = rec.ID
@@ -272,7 +287,7 @@ func (v *View) removeLocked(id int32, changes []Change) []Change {
 	if !ok {
 		return changes
 	}
-	now := v.now()
+	now := v.clock.Now()
 	delete(v.devices, id)
 	delete(v.byResource, old.entry.ID)
 	v.rev++
@@ -323,7 +338,7 @@ func (v *View) rebuildSiteLocked(site int32, changes []Change, now time.Time) []
 		delete(v.byPool, v.cfg.ResourcePoolID(site))
 		delete(v.bySite, v.cfg.SiteID(site))
 	}
-	return appendChange(changes, KindResourcePool, v.cfg.ResourcePoolID(site), prior, post, now, &v.rev)
+	return v.appendChangeLocked(changes, Change{Kind: KindResourcePool, ID: v.cfg.ResourcePoolID(site), Prior: prior, Post: post, At: now})
 }
 
 func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []Change {
@@ -338,19 +353,20 @@ func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []C
 		delete(v.rtypes, typ)
 		delete(v.byType, v.cfg.ResourceTypeID(typ))
 	}
-	return appendChange(changes, KindResourceType, v.cfg.ResourceTypeID(typ), prior, post, now, &v.rev)
+	return v.appendChangeLocked(changes, Change{Kind: KindResourceType, ID: v.cfg.ResourceTypeID(typ), Prior: prior, Post: post, At: now})
 }
 
-// appendChange records a change unless nothing changed (both absent, or the same JSON).
-func appendChange(changes []Change, kind Kind, id string, prior, post *Entry, now time.Time, rev *uint64) []Change {
+// appendChangeLocked records c (and moves the revision) unless nothing changed: both states absent, or
+// the same JSON.
+func (v *View) appendChangeLocked(changes []Change, c Change) []Change {
 	switch {
-	case prior == nil && post == nil:
+	case c.Prior == nil && c.Post == nil:
 		return changes
-	case prior != nil && post != nil && bytes.Equal(prior.JSON, post.JSON):
+	case c.Prior != nil && c.Post != nil && bytes.Equal(c.Prior.JSON, c.Post.JSON):
 		return changes
 	}
-	*rev++
-	return append(changes, Change{Kind: kind, ID: id, Prior: prior, Post: post, At: now})
+	v.rev++
+	return append(changes, c)
 }
 
 // applySites records site details from the site listing; a pool whose site changed is rebuilt.
@@ -358,7 +374,7 @@ func (v *View) applySites(rows []netbox.InventorySite) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var changes []Change
-	now := v.now()
+	now := v.clock.Now()
 	for _, s := range rows {
 		v.sites[s.ID] = siteDetail{site: s, listed: true}
 		if v.poolRefs[s.ID] > 0 {
@@ -373,7 +389,7 @@ func (v *View) applyTypes(rows []netbox.InventoryDeviceType) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	var changes []Change
-	now := v.now()
+	now := v.clock.Now()
 	for _, t := range rows {
 		v.types[t.ID] = typeDetail{t: t, listed: true}
 		if v.typeRefs[t.ID] > 0 {
@@ -396,8 +412,8 @@ func (v *View) emitLocked(changes []Change) {
 func (v *View) refreshed(full bool, at time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if full {
-		v.synced = true
+	if full && !v.isSynced() {
+		close(v.synced)
 	}
 	v.lastRefresh = at
 }

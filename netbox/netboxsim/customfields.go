@@ -197,34 +197,10 @@ func (s *Server) handleCustomFieldCreate(w http.ResponseWriter, r *http.Request)
 func customFieldFromRequest(obj map[string]any) (CustomField, map[string][]string) {
 	problems := map[string][]string{}
 	var cf CustomField
-	str := func(key string, required bool) (string, bool) {
-		v, present := obj[key]
-		switch {
-		case !present && required:
-			problems[key] = []string{"This field is required."}
-		case !present:
-		case v == nil:
-			problems[key] = []string{"This field may not be null."}
-		default:
-			s, ok := v.(string)
-			if !ok {
-				problems[key] = []string{"Not a valid string."}
-				return "", false
-			}
-			return s, true
-		}
-		return "", false
-	}
+	str := stringMember(obj, problems)
 	if name, ok := str("name", true); ok {
-		switch {
-		case name == "":
-			problems["name"] = []string{"This field may not be blank."}
-		case len(name) > 50:
-			problems["name"] = []string{"Ensure this field has no more than 50 characters."}
-		case strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "":
-			problems["name"] = []string{"Only alphanumeric characters and underscores are allowed."}
-		case strings.Contains(name, "__"):
-			problems["name"] = []string{"Double underscores are not permitted in custom field names."}
+		if problem := customFieldNameProblem(name); problem != "" {
+			problems["name"] = []string{problem}
 		}
 		cf.Name = name
 	}
@@ -263,7 +239,53 @@ func customFieldFromRequest(obj map[string]any) (CustomField, map[string][]strin
 		}
 		cf.Required = b
 	}
-	switch ots := obj["object_types"].(type) {
+	cf.ObjectTypes = objectTypesFromRequest(obj["object_types"], problems)
+	return cf, problems
+}
+
+// stringMember reads obj's string members for customFieldFromRequest: ok when present and a string, the
+// problem recorded in problems otherwise.
+func stringMember(obj map[string]any, problems map[string][]string) func(key string, required bool) (string, bool) {
+	return func(key string, required bool) (string, bool) {
+		v, present := obj[key]
+		switch {
+		case !present && required:
+			problems[key] = []string{"This field is required."}
+		case !present:
+		case v == nil:
+			problems[key] = []string{"This field may not be null."}
+		default:
+			s, ok := v.(string)
+			if !ok {
+				problems[key] = []string{"Not a valid string."}
+				return "", false
+			}
+			return s, true
+		}
+		return "", false
+	}
+}
+
+// customFieldNameProblem is NetBox's refusal of a custom field's name, "" when it is fine.
+func customFieldNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "This field may not be blank."
+	case len(name) > 50:
+		return "Ensure this field has no more than 50 characters."
+	case strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "":
+		return "Only alphanumeric characters and underscores are allowed."
+	case strings.Contains(name, "__"):
+		return "Double underscores are not permitted in custom field names."
+	}
+	return ""
+}
+
+// objectTypesFromRequest reads a create body's object_types: the content types up to the first refused
+// one, whose problem is recorded in problems.
+func objectTypesFromRequest(v any, problems map[string][]string) []string {
+	var out []string
+	switch ots := v.(type) {
 	case nil:
 		problems["object_types"] = []string{"This field is required."}
 	case []any:
@@ -281,12 +303,12 @@ func customFieldFromRequest(obj map[string]any) (CustomField, map[string][]strin
 				problems["object_types"] = []string{"Invalid content type: " + s}
 				break
 			}
-			cf.ObjectTypes = append(cf.ObjectTypes, s)
+			out = append(out, s)
 		}
 	default:
 		problems["object_types"] = []string{fmt.Sprintf("Expected a list of items but got type %q.", jsonTypeName(ots))}
 	}
-	return cf, problems
+	return out
 }
 
 // knownObjectTypes are the content types a custom field may be assigned to in the simulator (NetBox

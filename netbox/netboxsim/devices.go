@@ -215,40 +215,9 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 	if label == "" {
 		label = strings.ToUpper(d.status[:1]) + d.status[1:]
 	}
-	custom := map[string]any{}
-	for _, f := range s.sortedFieldsLocked() {
-		if !f.appliesTo("dcim.device") {
-			continue
-		}
-		v, ok := d.custom[f.Name]
-		if !ok {
-			v = nil
-		}
-		if s.opts.SelectAsObject && f.Type == TypeSelect && v != nil {
-			v = map[string]any{"value": v, "label": v}
-		}
-		custom[f.Name] = v
-	}
 	var assetTag any
 	if d.assetTag != "" {
 		assetTag = d.assetTag
-	}
-	tags := make([]any, len(d.tags))
-	for i, t := range d.tags {
-		tags[i] = map[string]any{
-			"id": manufacturerID(t), "url": fmt.Sprintf("%s/api/extras/tags/%d/", base, manufacturerID(t)),
-			"display_url": fmt.Sprintf("%s/extras/tags/%d/", base, manufacturerID(t)),
-			"display":     t, "name": t, "slug": slug(t), "color": "9e9e9e",
-		}
-	}
-	ref := func(kind string, id int, disp string, extra map[string]any) map[string]any {
-		m := map[string]any{
-			"id": id, "url": fmt.Sprintf("%s/api/dcim/%s/%d/", base, kind, id), "display": disp, "description": "",
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
 	}
 	return map[string]any{
 		"id":                        d.id,
@@ -257,7 +226,7 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		"display":                   display,
 		"name":                      name,
 		"device_type":               briefDeviceType(dt, base),
-		"role":                      ref("device-roles", 1, role, map[string]any{"name": role, "slug": slug(role), "_depth": 0}),
+		"role":                      briefRef(base, "device-roles", 1, role, map[string]any{"name": role, "slug": slug(role), "_depth": 0}),
 		"tenant":                    nil,
 		"platform":                  nil,
 		"serial":                    d.serial,
@@ -286,8 +255,8 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		"config_template":           nil,
 		"config_context":            map[string]any{},
 		"local_context_data":        nil,
-		"tags":                      tags,
-		"custom_fields":             custom,
+		"tags":                      renderTags(d.tags, base),
+		"custom_fields":             s.renderCustomFieldsLocked(d),
 		"created":                   pyISO(d.created, "Z"),
 		"last_updated":              pyISO(d.lastUpdated, "Z"),
 		"console_port_count":        0,
@@ -301,4 +270,48 @@ func (s *Server) renderDeviceLocked(d *device, base string) map[string]any {
 		"module_bay_count":          0,
 		"inventory_item_count":      0,
 	}
+}
+
+// renderCustomFieldsLocked is a device's custom_fields: every field that applies to devices, null when
+// the device has no value.
+func (s *Server) renderCustomFieldsLocked(d *device) map[string]any {
+	custom := map[string]any{}
+	for _, f := range s.sortedFieldsLocked() {
+		if !f.appliesTo("dcim.device") {
+			continue
+		}
+		v, ok := d.custom[f.Name]
+		if !ok {
+			v = nil
+		}
+		if s.opts.SelectAsObject && f.Type == TypeSelect && v != nil {
+			v = map[string]any{"value": v, "label": v}
+		}
+		custom[f.Name] = v
+	}
+	return custom
+}
+
+// renderTags is a device's tags as NetBox's nested tag objects.
+func renderTags(names []string, base string) []any {
+	tags := make([]any, len(names))
+	for i, t := range names {
+		tags[i] = map[string]any{
+			"id": manufacturerID(t), "url": fmt.Sprintf("%s/api/extras/tags/%d/", base, manufacturerID(t)),
+			"display_url": fmt.Sprintf("%s/extras/tags/%d/", base, manufacturerID(t)),
+			"display":     t, "name": t, "slug": slug(t), "color": "9e9e9e",
+		}
+	}
+	return tags
+}
+
+// briefRef is NetBox's brief form of a related dcim object, with the kind's own members in extra.
+func briefRef(base, kind string, id int, disp string, extra map[string]any) map[string]any {
+	m := map[string]any{
+		"id": id, "url": fmt.Sprintf("%s/api/dcim/%s/%d/", base, kind, id), "display": disp, "description": "",
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return m
 }

@@ -32,7 +32,7 @@ var (
 // runGoBenchmarks runs the framework dispatch and NBI handler benchmarks (their TestMain starts an API
 // server, which the benchmarks themselves do not use).
 func runGoBenchmarks(ctx context.Context, root string) ([]goBench, string, error) {
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "1", "./framework/", "./nbi/"}
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "1", "./framework/", "./nbi/provisioning/", "./nbi/inventoryapi/"}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = os.Environ()

@@ -186,7 +186,7 @@ var heapParts = []heapShare{
 	{What: "objects decoded from JSON (the informers' caches, mostly)", Focus: `encoding/json\.\(\*decodeState\)`},
 	{What: "informer stores and indexes", Focus: `tools/cache\.\(\*threadSafeMap\)|tools/cache\.\(\*storeIndex\)|tools/cache\.\(\*cache\)`},
 	{What: "framework: per-object state and work queue", Focus: `framework\.\(\*controller\)|util/workqueue`},
-	{What: "NBI: id order, JSON and attributes kept per request", Focus: `o2ims-operator/nbi\.`},
+	{What: "NBI: id order, JSON and attributes kept per request", Focus: `o2ims-operator/nbi/provisioning\.`},
 }
 
 var pprofTotal = regexp.MustCompile(`Showing nodes accounting for ([0-9.]+)([kMG]?B), [0-9.]+% of ([0-9.]+)([kMG]?B) total`)

@@ -136,10 +136,8 @@ func listed(t *testing.T) map[string]string {
 	return out
 }
 
-func eventually(t *testing.T, timeout time.Duration, cond func() bool, format string, args ...any) {
-	t.Helper()
-	kubeapi.Eventually(t, timeout, cond, format, args...)
-}
+// eventually is the shared kubeapi.Eventually under this package's short name.
+var eventually = kubeapi.Eventually
 
 // The binary, as the shipped ServiceAccount with only the shipped roles, takes a request with hosts from
 // the NBI to FULFILLED and through deletion.

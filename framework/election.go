@@ -1,0 +1,61 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// runElection campaigns for the lease; onLead starts the workers and the leader's runnables once this
+// replica holds it. Losing the lease stops the leader's runnables and fails the operator: the process
+// restarts and campaigns again rather than risk two handlers.
+func (o *Operator) runElection(ctx context.Context, onLead func(), done chan struct{}) error {
+	host, _ := os.Hostname()
+	identity := host + "_" + string(uuid.NewUUID())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: o.opts.LeaderElectionID, Namespace: o.opts.LeaderElectionNamespace},
+		Client:     o.clients.leaseClient().CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            o.opts.LeaderElectionID,
+		LeaseDuration:   o.opts.LeaseDuration,
+		RenewDeadline:   o.opts.RenewDeadline,
+		RetryPeriod:     o.opts.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				o.log.Info("leading: handling objects", zap.String("identity", identity))
+				onLead()
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					o.leading.Store(false)
+					o.leaderOnly.stop()
+					o.Fail(errors.New("leader election lost"))
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != identity {
+					o.log.Info("another instance leads; standing by", zap.String("leader", id))
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	go func() {
+		defer close(done)
+		le.Run(ctx)
+	}()
+	return nil
+}

@@ -1,0 +1,145 @@
+package inventoryapi
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+)
+
+// maxSubscriptionBody bounds a subscription POST: a callback, a filter and two ids.
+const maxSubscriptionBody = 64 << 10
+
+// subscriptions are the inventory subscriptions' routes, over store (ConfigMaps in the operator's
+// namespace); created (may be nil) is told of each new one.
+type subscriptions struct {
+	api     *API
+	store   *inventory.SubscriptionStore
+	created func()
+}
+
+func (s *subscriptions) register(m *nbi.Mux) {
+	c := Root + "/v1/subscriptions"
+	m.Handle("GET "+c, nbi.VerbList, s.list)
+	m.Handle("POST "+c, nbi.VerbCreate, s.create)
+	m.Handle("GET "+c+"/{subscriptionId}", nbi.VerbList, s.get)
+	m.Handle("DELETE "+c+"/{subscriptionId}", nbi.VerbDelete, s.delete)
+}
+
+// subscriptionStoreError: the API server (the subscriptions' store) failed; busy is retryable.
+func subscriptionStoreError(err error) *nbi.Problem {
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
+		return nbi.NewProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").WithCause(err)
+	}
+	return nbi.NewProblem(http.StatusBadGateway, "the subscriptions could not be read or written").WithCause(err)
+}
+
+func (s *subscriptions) list(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
+	defer cancel()
+	subs, err := s.store.List(ctx)
+	if err != nil {
+		return subscriptionStoreError(err)
+	}
+	entries := make([]*inventory.Entry, len(subs))
+	for i, sub := range subs {
+		entries[i] = inventory.NewEntry(sub.SubscriptionID, sub.Attrs())
+	}
+	return s.api.list(w, r, inventory.SubscriptionSchema, entries)
+}
+
+func (s *subscriptions) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathUUID(r, "subscriptionId", "subscription")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
+	defer cancel()
+	sub, err := s.store.Get(ctx, id)
+	if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+		return nbi.NewProblem(http.StatusNotFound, "subscription %q not found", id)
+	}
+	if err != nil {
+		return subscriptionStoreError(err)
+	}
+	s.api.writeEntry(w, r, inventory.NewEntry(id, sub.Attrs()))
+	return nil
+}
+
+// create stores a subscription: a JSON Subscription whose callback is an absolute http or
+// https URI (400 otherwise); 201 with its Location and the stored Subscription.
+func (s *subscriptions) create(w http.ResponseWriter, r *http.Request) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != query.MediaJSON {
+		return nbi.NewProblem(http.StatusUnsupportedMediaType, "a subscription is sent as application/json")
+	}
+	if r.ContentLength > maxSubscriptionBody {
+		return nbi.NewProblem(http.StatusRequestEntityTooLarge, "a subscription is at most %d bytes", maxSubscriptionBody)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxSubscriptionBody+1))
+	if err != nil {
+		return nbi.NewProblem(http.StatusBadRequest, "the body could not be read")
+	}
+	if len(data) > maxSubscriptionBody {
+		return nbi.NewProblem(http.StatusRequestEntityTooLarge, "a subscription is at most %d bytes", maxSubscriptionBody)
+	}
+	var sub inventory.Subscription
+	// Strict: an unknown or duplicate field, or a second JSON value, is refused.
+	if err := query.DecodeJSON(data, &sub); err != nil {
+		return nbi.NewProblem(http.StatusBadRequest, "the body is not a Subscription: %v", err)
+	}
+	if err := sub.Validate(); err != nil {
+		return nbi.NewProblem(http.StatusBadRequest, "%v", err)
+	}
+	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
+	defer cancel()
+	created, err := s.store.Create(ctx, sub)
+	if err != nil {
+		var inv *inventory.InvalidError
+		if errors.As(err, &inv) {
+			return nbi.NewProblem(http.StatusBadRequest, "%v", err)
+		}
+		var full *inventory.TooManyError
+		if errors.As(err, &full) {
+			return nbi.NewProblem(http.StatusConflict, "%v", err)
+		}
+		var lookup *callback.LookupError
+		if errors.As(err, &lookup) {
+			return nbi.NewProblem(http.StatusServiceUnavailable, "%v; retry later", err).WithHeader("Retry-After", "5")
+		}
+		return subscriptionStoreError(err)
+	}
+	if s.created != nil {
+		s.created()
+	}
+	w.Header().Set("Location", r.URL.Path+"/"+created.SubscriptionID)
+	s.api.mux.Write(w, r, http.StatusCreated, created.Attrs())
+	return nil
+}
+
+// delete removes it: 200 with no body (the reference declares none); deliveries stop
+// within the notifier's subscription poll.
+func (s *subscriptions) delete(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathUUID(r, "subscriptionId", "subscription")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
+	defer cancel()
+	if err := s.store.Delete(ctx, id); err != nil {
+		if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+			return nbi.NewProblem(http.StatusNotFound, "subscription %q not found", id)
+		}
+		return subscriptionStoreError(err)
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(0))
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
