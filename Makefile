@@ -3,9 +3,11 @@ SHELL    := bash
 BIN      := bin/o2ims-operator
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 8s
-# make chaos: the model-based day-2 run (handlers/model_test.go)
-MODEL_SEQUENCES ?= 12
+# make chaos: the model-based day-2 run (handlers/model_test.go), 10 000 steps
+MODEL_SEQUENCES ?= 250
 MODEL_STEPS     ?= 40
+# Model sequences run at once (each mostly sleeps between steps, so more than the CPUs).
+MODEL_PARALLEL  ?= 8
 IMAGE    ?= o2ims-operator:$(VERSION)
 # The real kube-apiserver, kubectl and etcd, built from the Go module proxy once and cached.
 ASSETS    = $(shell ./hack/tools.sh)
@@ -55,7 +57,7 @@ bench: tools build
 chaos: tools build
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_MODEL_SEQUENCES=$(MODEL_SEQUENCES) O2IMS_MODEL_STEPS=$(MODEL_STEPS) O2IMS_MODEL_REPORT=$(CURDIR)/docs/chaos.md \
-		go test -count=1 -timeout 40m -run TestModelDay2Sequences ./handlers/
+		go test -count=1 -timeout 40m -parallel $(MODEL_PARALLEL) -run TestModelDay2Sequences ./handlers/
 
 ## image: the OCI image with Debian's podman, no registry (hack/image.sh); `docker build .` for registries
 image:

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,22 +46,26 @@ var waitedFor = map[string]string{
 // waitWithinBudget keeps waiting while the CREATION_TIMEOUT budget lasts and fails the request once it is
 // spent. The budget covers every wait (hosts, rendering, cluster), not only the last one: a package that
 // never rendered used to keep its request progressing for good.
-func (h *Handlers) waitWithinBudget(c *framework.Cause, stage, message, detail string) error {
-	return h.waitWithinBudgetFor(c, stage, message, detail, h.cfg.Requeue)
+func (h *Handlers) waitWithinBudget(c *framework.Cause, stage string, s said, detail string) error {
+	return h.waitWithinBudgetFor(c, stage, s, detail, h.cfg.Requeue)
 }
 
 // waitWithinBudgetFor is waitWithinBudget looking again after recheck (when the answer can change by time
 // alone sooner than the safety net would look) rather than REQUEUE_INTERVAL.
-func (h *Handlers) waitWithinBudgetFor(c *framework.Cause, stage, message, detail string, recheck time.Duration) error {
+func (h *Handlers) waitWithinBudgetFor(c *framework.Cause, stage string, s said, detail string, recheck time.Duration) error {
 	if h.expired(c.Object, c.Now) {
-		h.metrics.BudgetExpiries.WithLabelValues(stage).Inc()
+		last := s.text
 		if detail != "" {
-			message += ": " + detail
+			last += ": " + detail
 		}
-		// Failed says failed, what it waited for and the last word on it (FOCOM and people read the
-		// message; "… ongoing; timed out" read as progress).
-		return h.fail(c, fmt.Sprintf("Provisioning request failed; reason: timed out after %s waiting for %s (last: %s)",
-			h.cfg.CreationTimeout, waitedFor[stage], message))
+		return h.timedOut(c, stage, last)
 	}
-	return h.waitFor(c, message, min(recheck, h.cfg.Requeue))
+	return h.waitFor(c, s, min(recheck, h.cfg.Requeue))
+}
+
+// timedOut fails a request whose budget is spent. Failed says failed, what it waited for and the last
+// word on it (FOCOM and people read the message; "… ongoing; timed out" read as progress).
+func (h *Handlers) timedOut(c *framework.Cause, stage, last string) error {
+	h.metrics.BudgetExpiries.WithLabelValues(stage).Inc()
+	return h.fail(c, msgTimedOut.with(h.cfg.CreationTimeout.String(), waitedFor[stage], last))
 }

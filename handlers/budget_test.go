@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 )
 
@@ -28,7 +27,7 @@ func TestBudgetRunsFromCreationOnThePassClock(t *testing.T) {
 	u.SetCreationTimestamp(metav1.NewTime(created))
 
 	c := causeAt(u, created.Add(29*time.Minute+59*time.Second))
-	err := h.waitWithinBudget(c, "rendering", "Cluster instance rendering ongoing", "")
+	err := h.waitWithinBudget(c, "rendering", msgRendering.with(), "")
 	var temp *framework.TemporaryError
 	assert.True(t, errors.As(err, &temp), "still in budget")
 	assert.Equal(t, 10*time.Second, temp.Delay)
@@ -36,7 +35,7 @@ func TestBudgetRunsFromCreationOnThePassClock(t *testing.T) {
 	assert.Equal(t, "2026-11-30T12:29:59Z", c.Patch.Status["provisioningStatus"].(map[string]any)["provisioningUpdateTime"])
 
 	c = causeAt(u, created.Add(30*time.Minute))
-	err = h.waitWithinBudget(c, "cluster", "Cluster resource creation ongoing (Provisioning)", "Available=False")
+	err = h.waitWithinBudget(c, "cluster", msgClusterOngoing.with("Provisioning"), "Available=False")
 	var perm *framework.PermanentError
 	assert.True(t, errors.As(err, &perm), "spent")
 	assert.Equal(t, "Provisioning request failed; reason: timed out after 30m0s waiting for the Cluster resource (last: Cluster resource creation ongoing (Provisioning): Available=False)", perm.Message)
@@ -56,8 +55,8 @@ func TestStatusTimeMovesOnlyWhenStateOrMessageChanges(t *testing.T) {
 	u.Object["status"] = map[string]any{"provisioningStatus": map[string]any{
 		"provisioningState": "progressing", "provisioningMessage": "Cluster instance rendering ongoing", "provisioningUpdateTime": "2026-11-30T12:00:00Z"}}
 	c := causeAt(u, time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC))
-	h.setStatus(c, v1alpha1.StateProgressing, "Cluster instance rendering ongoing")
+	h.setStatus(c, msgRendering.with())
 	assert.Empty(t, c.Patch.Status, "same state and message: nothing to write")
-	h.setStatus(c, v1alpha1.StateProgressing, "Cluster resource creation ongoing (Pending)")
+	h.setStatus(c, msgClusterOngoing.with("Pending"))
 	assert.Equal(t, "2026-11-30T13:00:00Z", c.Patch.Status["provisioningStatus"].(map[string]any)["provisioningUpdateTime"])
 }

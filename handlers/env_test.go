@@ -46,7 +46,7 @@ var worldOptions = world.Options{
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs, func(s *kubeapi.Server) (func(), error) {
+	os.Exit(checkEveryMessageReached(kubeapi.RunMain(m, kubeapi.DefaultCRDs, func(s *kubeapi.Server) (func(), error) {
 		for _, ns := range []string{"metal3", "o2ims-bmc-credentials"} {
 			if err := s.EnsureNamespace(context.Background(), ns); err != nil {
 				return nil, err
@@ -59,13 +59,14 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		return w.Stop, nil
-	}))
+	})))
 }
 
 type chain struct {
 	op     *framework.Operator
 	rec    *kubeapi.Recorder
 	cfg    Config
+	trail  *statusTrail // every status the operator wrote for its requests (messages_test.go)
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -103,7 +104,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	}
 	h := New(cfg, version, clients, hostStep, op.Registry())
 	h.Register(op)
-	c := &chain{op: op, rec: rec, cfg: cfg}
+	c := &chain{op: op, rec: rec, cfg: cfg, trail: trailFor(t, srv, cfg.Selector)}
 	c.start(t)
 	return c
 }

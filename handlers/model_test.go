@@ -3,15 +3,18 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand"
 	"net/http"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +40,10 @@ import (
 //	O2IMS_MODEL_SEED=<n>       replay one sequence (the seed is printed on every run and failure)
 //	O2IMS_MODEL_SEQUENCES=<n>  sequences to run (default 2; make chaos sets more)
 //	O2IMS_MODEL_STEPS=<n>      steps per sequence (default 14)
-//	O2IMS_MODEL_REPORT=<file>  append the run's numbers as a Markdown table row
+//	O2IMS_MODEL_REPORT=<file>  write the run's numbers into the file's model section (replacing it)
+//
+// Each sequence is a parallel subtest with its own label, inventory and operator; -parallel sets how many
+// run at once (make chaos: MODEL_PARALLEL). Steps mostly sleep, so more sequences than CPUs fit.
 func TestModelDay2Sequences(t *testing.T) {
 	t.Parallel()
 	sequences, steps := envInt(t, "O2IMS_MODEL_SEQUENCES", 2), envInt(t, "O2IMS_MODEL_STEPS", 14)
@@ -53,43 +59,98 @@ func TestModelDay2Sequences(t *testing.T) {
 		}
 	}
 	total := modelTotals{ops: map[string]int{}}
+	var mu sync.Mutex
 	start := time.Now()
-	for i, seed := range seeds {
-		t.Logf("model sequence %d/%d: seed %d (replay: O2IMS_MODEL_SEED=%d)", i+1, len(seeds), seed, seed)
-		m := newModel(t, seed, i)
-		m.run(steps)
-		total.add(m)
-		if t.Failed() {
-			t.Errorf("model sequence failed; replay with O2IMS_MODEL_SEED=%d", seed)
-			break
+	t.Run("sequences", func(t *testing.T) {
+		for i, seed := range seeds {
+			t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+				t.Parallel()
+				// Registered first, so it runs last: after the status trail's own check (messages_test.go).
+				t.Cleanup(func() {
+					if t.Failed() {
+						mu.Lock()
+						total.failedSeeds = append(total.failedSeeds, seed)
+						mu.Unlock()
+						t.Logf("model sequence failed; replay with O2IMS_MODEL_SEED=%d", seed)
+					}
+				})
+				t.Logf("model sequence %d/%d: seed %d (replay: O2IMS_MODEL_SEED=%d)", i+1, len(seeds), seed, seed)
+				m := newModel(t, seed, i)
+				m.run(steps)
+				mu.Lock()
+				total.add(m)
+				mu.Unlock()
+			})
 		}
+	})
+	elapsed := time.Since(start)
+	parallel := flag.Lookup("test.parallel").Value.String()
+	t.Logf("model: %d sequences (%s at once), %d steps, %d invariant checks, longest sequence seed %d (%s); ops %v; %s",
+		len(seeds), parallel, total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond), total.opsString(), elapsed.Round(time.Second))
+	if len(total.failedSeeds) > 0 {
+		t.Logf("failed sequences, replay each with O2IMS_MODEL_SEED=<seed>: %v", total.failedSeeds)
 	}
-	t.Logf("model: %d sequences, %d steps, %d invariant checks, longest sequence seed %d (%s); ops %v; %s",
-		len(seeds), total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond), total.opsString(), time.Since(start).Round(time.Second))
 	if path := os.Getenv("O2IMS_MODEL_REPORT"); path != "" {
-		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		fmt.Fprintf(f, "\n## Model-based day-2 sequences\n\n"+
-			"Written by `make chaos` (`TestModelDay2Sequences` in `handlers/`): the in-process operator on the real "+
-			"kube-apiserver, netboxsim and the world simulator; seeded random create (with and without hosts), spec "+
-			"changes (count up/down, role removed, hosts replaced or removed, template changed), label and annotation "+
-			"edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), inventory off and on. "+
-			"After every step: every active device owned by us is recorded by an existing request and vice versa; no "+
-			"device held twice; no BareMetalHost or BMC Secret without a recorded claim; a fulfilled or failed "+
-			"request's status does not move and no budget restarts without a spec change; the operator never stops by "+
-			"itself. At the end of each sequence everything is deleted and every host must be back in the pool.\n\n"+
-			"**Result: %s.**\n\n| | |\n|---|---|\n| sequences | %d |\n| steps | %d |\n| invariant checks | %d |\n"+
-			"| longest sequence | seed %d, %s (replay: `O2IMS_MODEL_SEED=%d go test -run TestModelDay2Sequences ./handlers/`) |\n"+
-			"| operations | %s |\n| total | %s |\n",
-			map[bool]string{true: "an invariant failed", false: "every invariant held after every step"}[t.Failed()],
-			len(seeds), total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond), total.longestSeed,
-			total.opsString(), time.Since(start).Round(time.Second))
-		require.NoError(t, f.Close())
+		require.NoError(t, writeModelReport(path, modelReport(t.Failed(), len(seeds), parallel, &total, elapsed)))
 	}
+}
+
+// modelSection heads the model's section of the chaos report; writeModelReport replaces it.
+const modelSection = "## Model-based day-2 sequences\n"
+
+func modelReport(failed bool, sequences int, parallel string, total *modelTotals, elapsed time.Duration) string {
+	result := "every invariant held after every step"
+	if failed {
+		result = fmt.Sprintf("an invariant failed (seeds %v)", total.failedSeeds)
+	}
+	return fmt.Sprintf(modelSection+"\n"+
+		"Written by `make chaos` (`TestModelDay2Sequences` in `handlers/`): the in-process operator on the real "+
+		"kube-apiserver, netboxsim and the world simulator; seeded random create (with and without hosts), spec "+
+		"changes in flight and after (count up/down, role removed, hosts replaced or removed, template changed), "+
+		"label and annotation edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), "+
+		"NetBox down (503 to everything, the operator restarted into it half the time), hosts whose BMC refuses "+
+		"their credentials joining the pool, inventory off and on. After every step: every active device owned "+
+		"by us is recorded by an existing request and vice versa; no device held twice; no BareMetalHost or BMC "+
+		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
+		"restarts without a spec change; a fulfilled request's package variant renders its current template and "+
+		"its ids resolve in the inventory to devices it holds (never a refused one); every status the operator "+
+		"writes is a row of the message table (`handlers/messages.go`); the operator never stops by itself. At the end of each sequence everything is deleted, every host must be back in the pool and every "+
+		"refused host quarantined with its reason or back in the pool. Sequences run in parallel, each with its "+
+		"own label, inventory and operator.\n\n"+
+		"**Result: %s.**\n\n| | |\n|---|---|\n| sequences | %d (%s at once) |\n| steps | %d |\n| invariant checks | %d |\n"+
+		"| longest sequence | seed %d, %s (replay: `O2IMS_MODEL_SEED=%d go test -run TestModelDay2Sequences ./handlers/`) |\n"+
+		"| operations | %s |\n| total | %s wall (GOMAXPROCS %d, %d CPUs, %s) |\n",
+		result, sequences, parallel, total.steps, total.checks, total.longestSeed, total.longest.Round(time.Millisecond),
+		total.longestSeed, total.opsString(), elapsed.Round(time.Second), runtime.GOMAXPROCS(0), runtime.NumCPU(), time.Now().UTC().Format(time.DateOnly))
+}
+
+// writeModelReport puts section in place of the file's model section (up to the next "## " heading or
+// the end), or appends it when there is none: one model section, however often the run is repeated.
+func writeModelReport(path, section string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(raw)
+	if i := strings.Index(doc, modelSection); i >= 0 {
+		rest := doc[i+len(modelSection):]
+		end := len(doc)
+		if j := strings.Index(rest, "\n## "); j >= 0 {
+			end = i + len(modelSection) + j + 1
+		}
+		if end < len(doc) {
+			section += "\n"
+		}
+		doc = doc[:i] + section + doc[end:]
+	} else {
+		doc = strings.TrimRight(doc, "\n") + "\n\n" + section
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
 }
 
 type modelTotals struct {
 	steps, checks int
+	failedSeeds   []int64
 	ops           map[string]int
 	longest       time.Duration
 	longestSeed   int64

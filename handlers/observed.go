@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,11 +28,12 @@ const AnnotationSpecUpdated = "o2ims.provisioning.oran.org/spec-updated"
 
 // renderingReady reads Porch's Ready condition, found by type (the Python operator took conditions[-1], so
 // the same conditions in another order decided differently), for the PackageVariant's current spec. When
-// it is not ready, detail says why and retryIn, if positive, is when the answer can change by time alone.
-func renderingReady(pv *unstructured.Unstructured, now time.Time, settle time.Duration) (ready bool, detail string, retryIn time.Duration) {
+// it is not ready, wait is the request's status (an entry of the message table) and retryIn, if positive,
+// is when the answer can change by time alone.
+func renderingReady(pv *unstructured.Unstructured, now time.Time, settle time.Duration) (ready bool, wait said, retryIn time.Duration) {
 	cond, ok := condition(pv, "Ready")
 	if !ok {
-		return false, "", 0
+		return false, msgRendering.with(), 0
 	}
 	if cond["status"] != "True" {
 		detail := ""
@@ -44,36 +46,36 @@ func renderingReady(pv *unstructured.Unstructured, now time.Time, settle time.Du
 			}
 			detail += m
 		}
-		return false, detail, 0
+		if detail == "" {
+			return false, msgRendering.with(), 0
+		}
+		return false, msgRenderingNotReady.with(detail), 0
 	}
 	if og, ok := generationOf(cond["observedGeneration"]); ok {
 		if og >= pv.GetGeneration() {
-			return true, "", 0
+			return true, said{}, 0
 		}
-		return false, fmt.Sprintf("Porch has not reported on the updated package variant (generation %d) yet", pv.GetGeneration()), 0
+		return false, msgRenderingNotReported.with(strconv.FormatInt(pv.GetGeneration(), 10)), 0
 	}
 	updated, err := time.Parse(time.RFC3339Nano, pv.GetAnnotations()[AnnotationSpecUpdated])
 	if err != nil {
-		return true, "", 0 // never rewritten by us: Ready is about the spec it was created with
+		return true, said{}, 0 // never rewritten by us: Ready is about the spec it was created with
 	}
 	if ltt, err := time.Parse(time.RFC3339, fmt.Sprint(cond["lastTransitionTime"])); err == nil && ltt.After(updated) {
-		return true, "", 0
+		return true, said{}, 0
 	}
 	if wait := updated.Add(settle).Sub(now); wait > 0 {
-		return false, fmt.Sprintf("the package variant was updated; Porch reports no generation, so Ready is believed %s after the update", settle), wait
+		return false, msgRenderingSettling.with(settle.String()), wait
 	}
-	return true, "", 0
+	return true, said{}, 0
 }
 
 // clusterCurrent tells whether CAPI has observed the Cluster's current generation; a report on an older
-// one says nothing about what the request asks for now.
-func clusterCurrent(cl *unstructured.Unstructured) (bool, string) {
+// one says nothing about what the request asks for now. generation is the Cluster's.
+func clusterCurrent(cl *unstructured.Unstructured) (current bool, generation int64) {
 	raw, _, _ := unstructured.NestedFieldNoCopy(cl.Object, "status", "observedGeneration")
 	og, ok := generationOf(raw)
-	if !ok || og >= cl.GetGeneration() {
-		return true, ""
-	}
-	return false, fmt.Sprintf("Cluster API has not observed generation %d yet", cl.GetGeneration())
+	return !ok || og >= cl.GetGeneration(), cl.GetGeneration()
 }
 
 // generationOf reads a generation as JSON decoding leaves it (int64 from the API machinery's decoder,

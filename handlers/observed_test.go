@@ -52,21 +52,21 @@ func TestRenderingReadyBelievesReadyOnlyForTheCurrentSpec(t *testing.T) {
 		{"not ready", pv(1, "", map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": "no upstream"}), updated, false, "Error: no upstream", 0},
 	}
 	for _, c := range cases {
-		ready, detail, retryIn := renderingReady(c.pv, c.now, settle)
+		ready, wait, retryIn := renderingReady(c.pv, c.now, settle)
 		assert.Equal(t, c.ready, ready, c.name)
 		if c.detail == "" {
-			assert.Empty(t, detail, c.name)
+			assert.Empty(t, wait.text, c.name)
 		} else {
-			assert.Contains(t, detail, c.detail, c.name)
+			assert.Contains(t, wait.text, c.detail, c.name)
 		}
 		assert.Equal(t, c.retryLess, retryIn, c.name)
 	}
 
 	cl := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"observedGeneration": int64(1)}}}
 	cl.SetGeneration(2)
-	current, detail := clusterCurrent(cl)
+	current, generation := clusterCurrent(cl)
 	assert.False(t, current)
-	assert.Contains(t, detail, "generation 2")
+	assert.Equal(t, int64(2), generation)
 	cl.Object["status"].(map[string]any)["observedGeneration"] = float64(2)
 	current, _ = clusterCurrent(cl)
 	assert.True(t, current)

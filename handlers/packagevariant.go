@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -170,9 +171,9 @@ func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructur
 			}
 		}
 		if framework.IsClass(err, framework.ClassConflict) || framework.IsClass(err, framework.ClassNotFound) {
-			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed while it was being adopted and will be looked at again")
+			return nil, h.wait(c, msgRenderingAdoptionRaced.with())
 		}
-		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+		return nil, h.retryOrFail(c, err)
 	}
 	msg := fmt.Sprintf("Adopted package variant %s: the Python image created it for this request", pvRef(adopted))
 	c.Logger.Info("adopted the Python image's package variant", stringField("packageVariant", pvRef(adopted)), stringField("uid", string(adopted.GetUID())))
@@ -184,8 +185,8 @@ func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/
 
 // conflict fails the request over a PackageVariant that is not its own. That object is never modified.
 func (h *Handlers) conflict(c *framework.Cause, pv *unstructured.Unstructured) error {
-	msg := fmt.Sprintf("Provisioning request creation failed; reason: package variant %s already exists and belongs to another request", pvRef(pv))
-	c.Event(corev1.EventTypeWarning, EventConflict, msg)
+	msg := msgPackageVariantConflict.with(pvRef(pv))
+	c.Event(corev1.EventTypeWarning, EventConflict, msg.text)
 	return h.fail(c, msg)
 }
 
@@ -202,7 +203,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		if !pvOwnedByRequest(pv, pr) && ownedByAnEarlierRequest(pv, pr) {
 			// The garbage collector removes it shortly (its owner is gone); failing over it would make a
 			// delete-and-re-create of the same name fail whenever it outran the collector.
-			return nil, h.waitWithinBudget(c, "rendering", "Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed", "")
+			return nil, h.waitWithinBudget(c, "rendering", msgRenderingEarlierRequest.with(), "")
 		}
 		if !pvOwnedByRequest(pv, pr) {
 			if !h.madeByThePythonImage(pv, pr, req) {
@@ -214,9 +215,7 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 		}
 		if pv.GetAnnotations()[AnnotationDownstream] != req.ClusterName {
 			// Ours, but for another cluster: the request's clusterName changed after creation.
-			return nil, h.fail(c, fmt.Sprintf("Provisioning request update failed; reason: clusterName cannot change "+
-				"from %q to %q after the package variant was created; delete and re-create the request",
-				pv.GetAnnotations()[AnnotationDownstream], req.ClusterName))
+			return nil, h.fail(c, msgClusterNameChanged.with(strconv.Quote(pv.GetAnnotations()[AnnotationDownstream]), strconv.Quote(req.ClusterName)))
 		}
 		// Whatever the request is doing: a spec changed while it was in flight must reach Porch before the
 		// request can be fulfilled (the create handler runs until it finishes, not the update handler).
@@ -241,17 +240,17 @@ func (h *Handlers) ensurePackageVariant(ctx context.Context, c *framework.Cause,
 			// Not in our cache yet when we looked: the Python image's, made for this request.
 			return h.adopt(ctx, c, live, req)
 		case gerr == nil && ownedByAnEarlierRequest(live, pr):
-			return nil, h.waitWithinBudget(c, "rendering", "Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed", "")
+			return nil, h.waitWithinBudget(c, "rendering", msgRenderingEarlierRequest.with(), "")
 		case gerr == nil:
 			return nil, h.conflict(c, live)
 		case framework.IsClass(gerr, framework.ClassNotFound):
 			// It did not land: the next pass creates it again, which is then not blind.
-			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant create did not land and will be retried")
+			return nil, h.wait(c, msgRenderingCreateLost.with())
 		default:
-			return nil, h.retryOrFail(c, "Cluster instance rendering", gerr)
+			return nil, h.retryOrFail(c, gerr)
 		}
 	}
-	return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+	return nil, h.retryOrFail(c, err)
 }
 
 // updatePackageVariant re-asserts the desired spec on our PackageVariant when the request's spec changed
@@ -285,28 +284,29 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 			return live, nil
 		}
 		if ae.Class == framework.ClassConflict {
-			return nil, h.wait(c, "Cluster instance rendering ongoing; the package variant changed meanwhile and its update will be retried")
+			return nil, h.wait(c, msgRenderingUpdateRaced.with())
 		}
 	}
 	if err != nil {
-		return nil, h.retryOrFail(c, "Cluster instance rendering", err)
+		return nil, h.retryOrFail(c, err)
 	}
 	c.Normal(EventUpdated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
 	return updated, nil
 }
 
-// retryOrFail turns a classified API failure into the request's status: a retryable one keeps it
-// progressing with a message that says so (not "failed" next to "progressing"), a non-retryable one fails it.
-func (h *Handlers) retryOrFail(c *framework.Cause, phase string, err error) error {
+// retryOrFail turns a classified failure of a PackageVariant call into the request's status: a retryable
+// one keeps it progressing with a message that says so (not "failed" next to "progressing"), a
+// non-retryable one fails it.
+func (h *Handlers) retryOrFail(c *framework.Cause, err error) error {
 	ae, ok := framework.AsAPIError(err)
 	if !ok {
 		return err // not an API failure: a bug; the framework retries with backoff
 	}
 	if ae.Retryable {
-		h.setStatus(c, v1alpha1.StateProgressing, fmt.Sprintf("%s ongoing; retrying after: %s", phase, ae.Error()))
+		h.setStatus(c, msgRenderingRetrying.with(ae.Error()))
 		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
 	}
-	return h.fail(c, fmt.Sprintf("%s failed; reason: %s", phase, ae.Error()))
+	return h.fail(c, msgRenderingFailed.with(ae.Error()))
 }
 
 // condition finds a status condition by type.

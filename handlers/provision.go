@@ -3,7 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +42,7 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
 	req, err := ParseRequest(spec, h.reservedKeys())
 	if err != nil {
-		return h.fail(c, "Provisioning request validation failed; reason: "+err.Error())
+		return h.fail(c, msgInvalid.with(err.Error()))
 	}
 	if specChanged && terminal {
 		return h.redrive(c, cur)
@@ -62,11 +62,11 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 func (h *Handlers) redrive(c *framework.Cause, cur v1alpha1.ProvisioningStatus) error {
 	// A changed spec re-drives a finished request, with a budget of its own from now.
 	restartBudget(c)
-	msg := "Provisioning request updated; provisioning again"
+	msg := msgRedriven.with()
 	if cur.State == v1alpha1.StateFailed {
-		msg = fmt.Sprintf("Provisioning request updated after it failed; provisioning again with a new budget of %s from the change", h.cfg.CreationTimeout)
+		msg = msgRedrivenAfterFailure.with(h.cfg.CreationTimeout.String())
 	}
-	h.setStatus(c, v1alpha1.StateProgressing, msg)
+	h.setStatus(c, msg)
 	return framework.Again("re-driving after an update")
 }
 
@@ -79,29 +79,30 @@ func (h *Handlers) provisionHosts(ctx context.Context, c *framework.Cause, req R
 	}
 	if h.hosts == nil {
 		if len(req.Hosts) > 0 {
-			return nil, true, h.fail(c, "Provisioning request validation failed; reason: hosts are requested but no inventory is configured (NETBOX_URL is not set)")
+			return nil, true, h.fail(c, msgHostsWithoutInventory.with())
 		}
-		return nil, true, h.waitWithinBudget(c, "hosts", fmt.Sprintf("Hosts are being prepared: %d hosts no longer requested are still claimed; releasing them needs the inventory (NETBOX_URL is not set)", len(hosts.Held(pr))), "")
+		return nil, true, h.waitWithinBudget(c, "hosts", msgHostsHeldWithoutInventory.with(strconv.Itoa(len(hosts.Held(pr)))), "")
 	}
 	if !h.hosts.Settled(req, pr) && h.expired(pr, c.Now) {
 		// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
-		// a request that ran out of budget claims and registers nothing more.
-		msg := cur.Message
-		if !strings.HasPrefix(msg, "Hosts are being prepared") {
-			msg = "Hosts are being prepared"
+		// a request that ran out of budget claims and registers nothing more. The last word on the hosts
+		// is what the status said of them.
+		last := cur.Message
+		if !strings.HasPrefix(last, hostsWords) {
+			last = hostsWords
 		}
-		return nil, true, h.waitWithinBudget(c, "hosts", msg, "")
+		return nil, true, h.timedOut(c, "hosts", last)
 	}
 	res, err := h.hosts.Ensure(ctx, c, req)
 	if err != nil {
 		return nil, true, h.hostsFailed(c, err)
 	}
 	if !res.Ready {
-		msg := "Hosts are being prepared: " + res.Message
+		msg := msgHostsPreparing.with(res.Message)
 		if res.Soon && !h.expired(pr, c.Now) {
 			// Claim the recorded candidates as soon as the record is visible.
-			h.setStatus(c, v1alpha1.StateProgressing, msg)
-			return nil, true, framework.Again(msg)
+			h.setStatus(c, msg)
+			return nil, true, framework.Again(msg.text)
 		}
 		return nil, true, h.waitWithinBudget(c, "hosts", msg, "")
 	}
@@ -115,11 +116,7 @@ func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, r
 	if pv == nil {
 		return true, err
 	}
-	if ready, detail, retryIn := renderingReady(pv, c.Now, h.cfg.RenderSettle); !ready {
-		msg := "Cluster instance rendering ongoing"
-		if detail != "" {
-			msg += ": " + detail
-		}
+	if ready, msg, retryIn := renderingReady(pv, c.Now, h.cfg.RenderSettle); !ready {
 		if retryIn <= 0 {
 			retryIn = h.cfg.Requeue
 		}
@@ -136,23 +133,23 @@ func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []s
 		return err
 	}
 	if !found {
-		return h.waitWithinBudget(c, "cluster", "Cluster resource creation ongoing (the Cluster does not exist yet)", "")
+		return h.waitWithinBudget(c, "cluster", msgClusterAbsent.with(), "")
 	}
 	v := viewCluster(cl, h.clusterVersion)
-	if current, detail := clusterCurrent(cl); !current && !v.failed {
-		return h.waitWithinBudget(c, "cluster", fmt.Sprintf("Cluster resource creation ongoing (%s; %s)", v.phase, detail), "")
+	if current, generation := clusterCurrent(cl); !current && !v.failed {
+		return h.waitWithinBudget(c, "cluster", msgClusterNotObserved.with(v.phase, strconv.FormatInt(generation, 10)), "")
 	}
 	switch {
 	case v.provisioned:
 		setResourceSet(c, string(cl.GetUID()), hostIDs)
-		h.setStatus(c, v1alpha1.StateFulfilled, "Cluster resource created")
+		h.setStatus(c, msgFulfilled.with())
 		return nil
 	case v.failed:
-		return h.fail(c, "Cluster resource creation failed; reason: "+v.detail)
+		return h.fail(c, msgClusterFailed.with(v.detail))
 	default:
 		// The phase is the progress signal; the condition's free text only in a final message, or every
 		// change of it would be a status write.
-		return h.waitWithinBudget(c, "cluster", fmt.Sprintf("Cluster resource creation ongoing (%s)", v.phase), v.detail)
+		return h.waitWithinBudget(c, "cluster", msgClusterOngoing.with(v.phase), v.detail)
 	}
 }
 
@@ -175,9 +172,9 @@ func (h *Handlers) rewriteResourceIDs(c *framework.Cause) {
 func (h *Handlers) hostsFailed(c *framework.Cause, err error) error {
 	var perm *framework.PermanentError
 	if errors.As(err, &perm) {
-		return h.fail(c, "Host assignment failed; reason: "+perm.Error())
+		return h.fail(c, msgHostsFailed.with(perm.Error()))
 	}
-	return h.waitWithinBudget(c, "hosts", "Hosts are being prepared; retrying after: "+err.Error(), "")
+	return h.waitWithinBudget(c, "hosts", msgHostsRetrying.with(err.Error()), "")
 }
 
 func (h *Handlers) reservedKeys() map[string]bool {

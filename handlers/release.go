@@ -2,8 +2,8 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
@@ -30,20 +30,20 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	case framework.IsClass(err, framework.ClassNotFound):
 		// Nothing of ours left there.
 	case err != nil:
-		return h.deleting(c, "Deleting; retrying after: "+err.Error())
+		return h.deleting(c, msgDeletingRetrying.with(err.Error()))
 	case h.isOurs(pv, pr):
 		if pv.GetDeletionTimestamp() != nil {
-			return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
+			return h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
 		}
 		// Exactly the version just read: if it carries no finalizer, a delete that succeeds removed it
 		// there and then, and the release goes on in this pass (no status write, wake-up and GET more).
 		err := h.kube.DeleteVersion(ctx, external.PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
 		if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
-			return h.deleting(c, "Deleting; removing the package variant failed and will be retried: "+err.Error())
+			return h.deleting(c, msgDeletingPackageVariantRetrying.with(err.Error()))
 		}
 		c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
 		if err == nil && len(pv.GetFinalizers()) > 0 {
-			return h.deleting(c, fmt.Sprintf("Deleting; waiting for package variant %s to be removed", pvRef(pv)))
+			return h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
 		}
 	default:
 		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
@@ -53,24 +53,23 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		if held := hosts.Held(pr); len(held) > 0 {
 			// Dropping the finalizer now would leave the hosts claimed in NetBox and registered in Metal3
 			// for good: the release waits for an operator that has the inventory configured.
-			msg := fmt.Sprintf("Deleting; %d hosts (%s) are still claimed and cannot be released: the inventory is not configured (NETBOX_URL is not set); set NETBOX_URL to release them",
-				len(held), strings.Join(held, ", "))
-			if v1alpha1.StatusOf(pr).Message != truncateMessage(msg) {
-				c.Warning(EventReleaseBlocked, msg)
+			msg := msgDeletingHostsBlocked.with(strconv.Itoa(len(held)), strings.Join(held, ", "))
+			if v1alpha1.StatusOf(pr).Message != truncateMessage(msg.text) {
+				c.Warning(EventReleaseBlocked, msg.text)
 			}
 			return h.deleting(c, msg)
 		}
 	} else {
 		rel, err := h.hosts.Release(ctx, c)
 		if err != nil {
-			return h.deleting(c, "Deleting; releasing hosts will be retried: "+err.Error())
+			return h.deleting(c, msgDeletingHostsRetrying.with(err.Error()))
 		}
 		if !rel.Done {
-			msg := "Deleting; releasing hosts: " + rel.Message
+			msg := msgDeletingHosts.with(rel.Message)
 			if rel.Soon {
 				// The next release step reads what this one wrote: run again as soon as it is visible.
-				h.setStatus(c, v1alpha1.StateDeleting, msg)
-				return framework.Again(msg)
+				h.setStatus(c, msg)
+				return framework.Again(msg.text)
 			}
 			return h.deleting(c, msg)
 		}
@@ -78,12 +77,12 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	// With our finalizer the last one, the request is gone once the framework removes it: a status
 	// written now would be read by nobody, so it is written only while another finalizer keeps it.
 	if slices.ContainsFunc(pr.GetFinalizers(), func(f string) bool { return f != Finalizer }) {
-		h.setStatus(c, v1alpha1.StateDeleting, "Deleting; all resources released")
+		h.setStatus(c, msgReleased.with())
 	}
 	return nil
 }
 
-func (h *Handlers) deleting(c *framework.Cause, message string) error { //nolint:unparam // always a TemporaryError
-	h.setStatus(c, v1alpha1.StateDeleting, message)
-	return &framework.TemporaryError{Message: message, Delay: h.cfg.Requeue}
+func (h *Handlers) deleting(c *framework.Cause, s said) error { //nolint:unparam // always a TemporaryError
+	h.setStatus(c, s)
+	return &framework.TemporaryError{Message: s.text, Delay: h.cfg.Requeue}
 }

@@ -20,10 +20,11 @@ func truncateMessage(message string) string {
 	return message
 }
 
-// setStatus records state and message. provisioningUpdateTime (UTC RFC 3339) moves only when one of them
-// changes, so a pass that observes nothing new writes nothing; every state change posts an Event.
-func (h *Handlers) setStatus(c *framework.Cause, state, message string) {
-	message = truncateMessage(message)
+// setStatus records an entry of the message table (messages.go): its state and its message with the
+// parts filled in. provisioningUpdateTime (UTC RFC 3339) moves only when one of them changes, so a pass
+// that observes nothing new writes nothing; every state change posts an Event.
+func (h *Handlers) setStatus(c *framework.Cause, s said) {
+	state, message := s.m.state, truncateMessage(s.text)
 	cur := v1alpha1.StatusOf(c.Object)
 	if cur.State == state && cur.Message == message {
 		return
@@ -48,21 +49,21 @@ func (h *Handlers) setStatus(c *framework.Cause, state, message string) {
 
 // fail records the failure first and returns the permanent error that ends the handler: status is written
 // before the handler stops (a kopf failure is recorded only in an annotation nobody reads).
-func (h *Handlers) fail(c *framework.Cause, message string) error {
-	h.setStatus(c, v1alpha1.StateFailed, message)
-	return &framework.PermanentError{Message: message}
+func (h *Handlers) fail(c *framework.Cause, s said) error {
+	h.setStatus(c, s)
+	return &framework.PermanentError{Message: s.text}
 }
 
 // wait records progress and asks for another pass after the safety-net interval; related watches wake the
 // request sooner when the awaited object changes.
-func (h *Handlers) wait(c *framework.Cause, message string) error {
-	return h.waitFor(c, message, h.cfg.Requeue)
+func (h *Handlers) wait(c *framework.Cause, s said) error {
+	return h.waitFor(c, s, h.cfg.Requeue)
 }
 
-// waitFor keeps the request progressing with message and looks again after recheck.
-func (h *Handlers) waitFor(c *framework.Cause, message string, recheck time.Duration) error {
-	h.setStatus(c, v1alpha1.StateProgressing, message)
-	return framework.Temporary(recheck, "%s", message)
+// waitFor keeps the request progressing with s and looks again after recheck.
+func (h *Handlers) waitFor(c *framework.Cause, s said, recheck time.Duration) error {
+	h.setStatus(c, s)
+	return framework.Temporary(recheck, "%s", s.text)
 }
 
 // setResourceSet records provisionedResourceSet (both fields always present: the API requires them).
