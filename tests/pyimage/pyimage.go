@@ -135,13 +135,15 @@ func (o Objects) Install(ctx context.Context, dyn dynamic.Interface) (Objects, e
 			return out, err
 		}
 	}
-	if o.PackageVariant != nil {
-		if out.PackageVariant, err = create(ctx, dyn, o.PackageVariant); err != nil {
+	// The Cluster before the PackageVariant: a simulated Porch that sees the PackageVariant first renders
+	// it and creates the Cluster itself, and the captured one would then be refused as already existing.
+	if o.Cluster != nil {
+		if out.Cluster, err = create(ctx, dyn, o.Cluster); err != nil {
 			return out, err
 		}
 	}
-	if o.Cluster != nil {
-		if out.Cluster, err = create(ctx, dyn, o.Cluster); err != nil {
+	if o.PackageVariant != nil {
+		if out.PackageVariant, err = create(ctx, dyn, o.PackageVariant); err != nil {
 			return out, err
 		}
 	}
