@@ -403,9 +403,21 @@ func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
 	req, err := ParseRequest(spec, nil)
 	require.NoError(t, err)
 	require.True(t, h.madeByThePythonImage(pv, pr, req))
-	cause := &framework.Cause{Object: pr, Logger: zaptest.NewLogger(t)}
-	adopted, err := h.adopt(ctx, cause, pv, req)
-	require.NoError(t, err, "the shipped role cannot adopt")
+	// The simulated Porch may still write the PackageVariant's status after we read it; adopt then meets a
+	// conflict and waits (a status write, hence the Patch), and the next try reads it again.
+	var adopted *unstructured.Unstructured
+	for try := 0; adopted == nil && try < 5; try++ {
+		cause := &framework.Cause{Object: pr, Logger: zaptest.NewLogger(t),
+			Patch: &framework.Patch{Status: map[string]any{}, Labels: map[string]*string{}, Annotations: map[string]*string{}}}
+		if try > 0 {
+			pv, _ = getPV(t, srv, pv.GetName())
+		}
+		adopted, err = h.adopt(ctx, cause, pv, req)
+		if adopted == nil {
+			var wait *framework.TemporaryError
+			require.ErrorAs(t, err, &wait, "the shipped role cannot adopt")
+		}
+	}
 	require.NotNil(t, adopted)
 	assert.Equal(t, pv.GetUID(), adopted.GetUID())
 	assert.Equal(t, string(pr.GetUID()), adopted.GetAnnotations()[AnnotationRequestUID])
