@@ -54,18 +54,7 @@ func (r *Raiser) NeedLeaderElection() bool { return true }
 // Start evaluates every Interval until ctx ends; a failed evaluation is logged and tried again at the
 // next tick (the faults are recomputed whole, so nothing is lost).
 func (r *Raiser) Start(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for {
-		if err := r.Evaluate(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("the alarms could not be evaluated; trying again", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return r.Run(ctx, func() bool { return true })
 }
 
 // Evaluate computes the faults once and stores what changed.
@@ -168,4 +157,23 @@ func (r *Raiser) apply(s *State, id string, f Fault, now time.Time) outcome {
 // sameExtensions compares as stored (a stored list reads back as []any of strings, like the fault's).
 func sameExtensions(a, b map[string]any) bool {
 	return maps.EqualFunc(a, b, func(x, y any) bool { return reflect.DeepEqual(x, y) })
+}
+
+// Run evaluates every Interval while leading() holds, until ctx ends. The operator runs the raiser as a
+// runnable of the leader (Start: leading always true there); leading lets a test be a follower.
+func (r *Raiser) Run(ctx context.Context, leading func() bool) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		if leading() {
+			if err := r.Evaluate(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("the alarms could not be evaluated; trying again", zap.Error(err))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

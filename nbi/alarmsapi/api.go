@@ -29,10 +29,17 @@ func New(store *alarms.Store, metrics *alarms.Metrics) *API {
 	return &API{store: store, metrics: metrics}
 }
 
+// Unserved is the alarms API of an operator without an inventory (and so without alarms): no route, but
+// its root's errors (404, 405, 406) still answer in the reference's ProblemDetails.
+func Unserved() *API { return &API{} }
+
 // Register claims the root (its errors in the reference's ProblemDetails) and adds the routes.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux = m
 	m.Root(Root, writeProblem)
+	if a.store == nil {
+		return
+	}
 	v1 := Root + "/v1"
 	m.Handle("GET "+Root+"/api_versions", nbi.VerbNone, a.versions)
 	m.Handle("GET "+v1+"/api_versions", nbi.VerbNone, a.versions)
