@@ -1,13 +1,17 @@
 package alarmsapi
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
 const ack = `{"alarmAcknowledged": true}`
@@ -304,4 +308,37 @@ func TestMethodNotAllowedNamesPatch(t *testing.T) {
 	x := e.send(http.MethodDelete, v1+"/alarmServiceConfiguration", nil, "")
 	require.Equal(t, http.StatusMethodNotAllowed, x.Code())
 	require.Equal(t, "GET, HEAD, PUT, PATCH", x.Resp.Header.Get("Allow"))
+}
+
+// Two replicas write the one ConfigMap: each write is made on the resourceVersion it read, so one that
+// lost the race reads again and applies its change on top, and neither change is lost.
+func TestTwoReplicasWritingAtOnceLoseNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	other := alarms.NewStore(e.kube, e.namespace)
+	_, err := e.store.Update(ctx, func(s *alarms.State) (bool, error) { s.Config.Extensions["a"] = "first"; return true, nil })
+	require.NoError(t, err)
+	attempts := 0
+	_, err = e.store.Update(ctx, func(s *alarms.State) (bool, error) {
+		attempts++
+		if attempts == 1 { // the other replica writes between this read and this write
+			_, err := other.Update(ctx, func(o *alarms.State) (bool, error) { o.Config.RetentionPeriod = 9; return true, nil })
+			require.NoError(t, err)
+		}
+		s.Config.Extensions["b"] = "second"
+		return true, nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, attempts, "the conflict was read again")
+	x := e.get(v1 + "/alarmServiceConfiguration")
+	require.JSONEq(t, `{"retentionPeriod": 9, "extensions": {"a": "first", "b": "second"}}`, string(x.Body))
+}
+
+// Without an inventory there are no alarms: no route, but the root's errors keep the reference's shape.
+func TestUnservedAnswersTheRootsErrorsInTheReferencesShape(t *testing.T) {
+	e := &env{Env: nbitest.Prepare(t)}
+	e.Serve(nil, zap.NewNop(), []nbi.API{Unserved()})
+	x := e.get(v1 + "/alarms")
+	require.Equal(t, http.StatusNotFound, x.Code())
+	require.Equal(t, mediaProblemJSON, x.Resp.Header.Get("Content-Type"))
 }
