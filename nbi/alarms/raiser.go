@@ -67,11 +67,13 @@ func (r *Raiser) Evaluate(ctx context.Context) error {
 		raised, cleared, dropped = nil, nil, 0
 		changed := false
 		seen := map[string]bool{}
+		active := s.Active()
 		for _, f := range as.faults {
 			id := AlarmID(r.cfg.Inventory, f.Def, f.Subject)
 			seen[id] = true
-			switch c := r.apply(s, id, f, now); c {
+			switch c := r.apply(s, id, f, now, active); c {
 			case raisedNew, raisedAgain:
+				active++
 				raised, changed = append(raised, f.Def), true
 			case updated:
 				changed = true
@@ -128,11 +130,11 @@ const (
 	refused
 )
 
-// apply makes the stored alarm id agree with active fault f.
-func (r *Raiser) apply(s *State, id string, f Fault, now time.Time) outcome {
+// apply makes the stored alarm id agree with active fault f; active is how many alarms are raised.
+func (r *Raiser) apply(s *State, id string, f Fault, now time.Time, active int) outcome {
 	a, ok := s.Get(id)
 	if !ok {
-		if s.Active() >= MaxAlarms {
+		if active >= MaxAlarms {
 			return refused
 		}
 		s.put(&Alarm{ID: id, DefinitionID: f.Def.ID(), ProbableCauseID: f.Def.ProbableCauseID(), Raised: now, Changed: now,

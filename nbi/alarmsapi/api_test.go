@@ -3,6 +3,8 @@ package alarmsapi
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,20 @@ func TestQuarantineRaisedAcknowledgedAndClearedWhenTheHostIsBack(t *testing.T) {
 	// Raising again (the fault persists) changes nothing: the same record.
 	e.evaluate()
 	require.Equal(t, a, e.only(alarms.HostQuarantined))
+
+	// The list's filters, selectors and paging, as everywhere.
+	for filter, n := range map[string]int{
+		"(eq,perceivedSeverity,3)": 1, "(neq,perceivedSeverity,5)": 1, "(eq,alarmAcknowledged,false)": 1,
+		"(eq,resourceID," + e.cfg.ResourceID(2) + ")": 0,
+	} {
+		x := e.get(v1 + "/alarms?filter=" + url.QueryEscape(filter))
+		require.Equal(t, http.StatusOK, x.Code(), filter)
+		require.Len(t, x.Items(t), n, filter)
+	}
+	sel := e.get(v1 + "/alarms?fields=extensions/alarmName").Items(t)
+	require.Equal(t, map[string]any{"alarmName": "HostQuarantined"}, sel[0]["extensions"])
+	require.Contains(t, sel[0], "resourceID", "required: it stays")
+	require.NotContains(t, e.get(v1 + "/alarms?exclude_fields=alarmChangedTime").Items(t)[0], "alarmChangedTime")
 
 	e.acknowledge(id)
 	x := e.patch(v1+"/alarms/"+id, clear)
@@ -226,9 +242,21 @@ func TestARestartKeepsTheAlarmsAndTheirIds(t *testing.T) {
 	e.acknowledge(before[0]["alarmEventRecordId"].(string))
 	before = e.get(v1 + "/alarms").Items(t)
 
+	e.pageSize = 1
 	e.restart()
 	e.evaluate()
-	require.Equal(t, before, e.get(v1+"/alarms").Items(t))
+	// Paged one by one, with the Link of the next page.
+	var after []map[string]any
+	for path := v1 + "/alarms"; path != ""; {
+		x := e.get(path)
+		require.Equal(t, http.StatusOK, x.Code())
+		after = append(after, x.Items(t)...)
+		path = ""
+		if link := x.Resp.Header.Get("Link"); link != "" {
+			path = link[1:strings.Index(link, ">")]
+		}
+	}
+	require.Equal(t, before, after)
 	require.Equal(t, 0.0, e.metric("o2ims_alarms_raised_total", map[string]string{"definition": "HostQuarantined"}), "nothing raised again")
 	require.Equal(t, 1.0, e.metric("o2ims_alarms_active", map[string]string{"definition": "HostQuarantined"}))
 }

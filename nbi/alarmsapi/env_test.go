@@ -53,6 +53,8 @@ type env struct {
 	raiser    *alarms.Raiser
 	reg       *prometheus.Registry
 
+	pageSize int // the next restart's page size (0: the default)
+
 	mu     sync.Mutex
 	offset time.Duration     // the raiser's clock, ahead of the real one
 	dmFor  map[string]string // request name → deployment manager id the inventory answers
@@ -112,7 +114,11 @@ func (e *env) restart() {
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
 	}
-	e.Serve(nil, zap.NewNop(), []nbi.API{New(e.store, metrics)})
+	e.Serve(nil, zap.NewNop(), []nbi.API{New(e.store, metrics)}, func(c *nbi.Config) {
+		if e.pageSize > 0 {
+			c.PageSize = e.pageSize
+		}
+	})
 }
 
 func (e *env) now() time.Time {
