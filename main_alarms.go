@@ -13,8 +13,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
-// serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi): stored
-// in one ConfigMap in namespace (the subscriptions' Role covers it), raised from the request cache
+// serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi) and the
+// Alertmanager webhook receiver: stored in one ConfigMap in namespace (the subscriptions' Role covers it), raised from the request cache
 // (store), the inventory view, the deployment managers and NetBox's availability (nb) by the raiser, a
 // runnable of the leader, a stuck request measured on the chain's CREATION_TIMEOUT.
 func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) (*alarmsapi.API, error) {
@@ -27,10 +27,12 @@ func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *f
 	if err != nil {
 		return nil, err
 	}
+	facts := alarms.NewFacts(store, iw.view, dms.List, nb.Degraded)
 	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: chainCfg.CreationTimeout},
-		alarms.NewFacts(store, iw.view, dms.List, nb.Degraded), st, metrics, iw.log.Named("alarms"))
+		facts, st, metrics, iw.log.Named("alarms"))
 	op.Add(raiser) // NeedLeaderElection: only the leader raises and clears
-	return alarmsapi.New(st, metrics), nil
+	// Alertmanager's webhook (alarmsapi.AlertmanagerPath): alerts mapped to what their labels name.
+	return alarmsapi.New(st, metrics).WithAlertmanager(alarms.NewReceiver(iw.cfg, facts)), nil
 }
 
 // alarms is the alarms API: alarmsapi.Unserved without an inventory (no alarms; its root's errors in

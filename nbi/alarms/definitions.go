@@ -53,6 +53,7 @@ const (
 	ScopeResourcePool      Scope = "resourcePool"      // an inventory resource pool (a NetBox site)
 	ScopeOCloud            Scope = "oCloud"            // the O-Cloud itself
 	ScopeDeploymentManager Scope = "deploymentManager" // a deployment manager, or the O-Cloud before one exists
+	ScopeAlert             Scope = "alert"             // what an Alertmanager alert's labels name, else the O-Cloud
 )
 
 // Definition is one alarm this operator can raise.
@@ -65,13 +66,13 @@ type Definition struct {
 	CauseText   string // the probable cause's description
 	Severity    Severity
 	Clearing    Clearing
-	Runbook     string // the section of docs/runbook.md (its anchor) the matching Prometheus alert uses
+	Runbook     string // the section of docs/runbook.md (its anchor) the matching Prometheus alert uses; "" for an alert's own
 }
 
 // The definitions: one table, the source of every dictionary, every alarm raised and the README's table
 // (TestTheAlarmTableIsTheREADMEs). Adding one is adding a row here and a fault in faults.go.
 var Definitions = []*Definition{
-	HostQuarantined, PoolExhausted, NetBoxUnreachable, RequestFailed, RequestStuck,
+	HostQuarantined, PoolExhausted, NetBoxUnreachable, RequestFailed, RequestStuck, AlertFiring,
 }
 
 var (
@@ -112,6 +113,15 @@ var (
 	}
 )
 
+// AlertFiring is every alert Alertmanager posts to the webhook receiver (alerts.go): its severity is
+// the alert's severity label, its runbook the alert's runbook_url annotation.
+var AlertFiring = &Definition{
+	Name: "PrometheusAlertFiring", Scope: ScopeAlert, Severity: SeverityIndeterminate, Clearing: Automatic,
+	Description: "A Prometheus alert routed to the O2IMS webhook receiver is firing (its alertname, summary and labels are in the alarm's extensions).",
+	Repair:      "Follow the alert's runbook_url (the alarm's extensions.runbookUrl); the alarm clears when Alertmanager reports the alert resolved.",
+	Cause:       "prometheusAlert", CauseText: "A Prometheus alert fired (Alertmanager webhook).",
+}
+
 // definitionSpace names the UUIDv5 space of the definitions' and probable causes' ids: the same in every
 // O-Cloud (they are this product's, like the names), so an SMO can key on them.
 var definitionSpace = uuid.MustParse("0f9d5c1e-6a0b-5c4e-8d77-3b1a2f4e9c60")
@@ -128,6 +138,9 @@ func (d *Definition) ProbableCauseID() string {
 
 // RunbookURL is the runbook section, as the alert rules link it.
 func (d *Definition) RunbookURL() string {
+	if d.Runbook == "" {
+		return ""
+	}
 	return "https://github.com/o2ims-operator/o2ims-operator/blob/main/docs/runbook.md#" + d.Runbook
 }
 
@@ -157,8 +170,16 @@ func READMETable() string {
 	b.WriteString("| alarm | raised on | severity | clearing | probable cause | runbook |\n")
 	b.WriteString("|---|---|---|---|---|---|\n")
 	for _, d := range Definitions {
-		fmt.Fprintf(&b, "| `%s` | %s | %s (%d) | %s | %s | [%s](docs/runbook.md#%s) |\n",
-			d.Name, scopeWords[d.Scope], d.Severity, int(d.Severity), strings.ToLower(string(d.Clearing)), d.CauseText, d.Runbook, d.Runbook)
+		runbook := "the alert's `runbook_url`"
+		if d.Runbook != "" {
+			runbook = fmt.Sprintf("[%s](docs/runbook.md#%s)", d.Runbook, d.Runbook)
+		}
+		severity := fmt.Sprintf("%s (%d)", d.Severity, int(d.Severity))
+		if d.Scope == ScopeAlert {
+			severity = "the alert's `severity` label"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n",
+			d.Name, scopeWords[d.Scope], severity, strings.ToLower(string(d.Clearing)), d.CauseText, runbook)
 	}
 	return b.String()
 }
@@ -168,4 +189,5 @@ var scopeWords = map[Scope]string{
 	ScopeResourcePool:      "the resource pool",
 	ScopeOCloud:            "the O-Cloud",
 	ScopeDeploymentManager: "its deployment manager, or the O-Cloud before one exists",
+	ScopeAlert:             "the host, pool or request its labels name, else the O-Cloud",
 }

@@ -10,7 +10,8 @@ import (
 
 // The alarm dictionaries the inventory API serves, made from Definitions: one per resource type (the
 // definitions raised on a resource: its id is the type's alarmDictionaryId), one for deployment managers
-// and one for the O-Cloud's own infrastructure (its resource pools and the O-Cloud itself). Pools, the
+// and one for the O-Cloud's own infrastructure (its resource pools and the O-Cloud itself); an
+// Alertmanager alert may name any of them, so AlertFiring is in every one. Pools, the
 // O-Cloud and deployment managers are no NetBox device type, so their alarms name as resourceTypeID the
 // id of their dictionary's entity type (EntityTypeID), which /resourceTypes does not list; every alarm
 // names its dictionary in extensions.alarmDictionaryId.
@@ -56,7 +57,7 @@ func Dictionaries(cfg inventory.Config, types []*inventory.Entry) []*inventory.E
 		}
 	}
 	for _, entity := range []string{EntityDeploymentManager, EntityInfrastructure} {
-		out = append(out, dictionary(EntityDictionaryID(cfg, entity), entity, Vendor, func(s Scope) bool { return entityOf[s] == entity }))
+		out = append(out, dictionary(EntityDictionaryID(cfg, entity), entity, Vendor, func(s Scope) bool { return s == ScopeAlert || entityOf[s] == entity }))
 	}
 	slices.SortFunc(out, func(a, b *inventory.Entry) int { return strings.Compare(a.ID, b.ID) })
 	return out
@@ -71,7 +72,7 @@ func TypeDictionary(t *inventory.Entry) *inventory.Entry {
 	vendor, _ := t.Attrs["vendor"].(string)
 	model, _ := t.Attrs["model"].(string)
 	entity := strings.TrimSpace(vendor + " " + model)
-	return dictionary(id, entity, vendor, func(s Scope) bool { return s == ScopeResource })
+	return dictionary(id, entity, vendor, func(s Scope) bool { return s == ScopeResource || s == ScopeAlert })
 }
 
 func dictionary(id, entity, vendor string, in func(Scope) bool) *inventory.Entry {

@@ -79,3 +79,13 @@ func (m *Metrics) Cleared(def *Definition, manual bool) {
 	}
 	m.cleared.WithLabelValues(def.Name, how).Inc()
 }
+
+// Counted counts alarms of def raised and cleared automatically outside the raiser (the Alertmanager
+// receiver).
+func (m *Metrics) Counted(def *Definition, raised, cleared int) {
+	if m == nil {
+		return
+	}
+	m.raised.WithLabelValues(def.Name).Add(float64(raised))
+	m.cleared.WithLabelValues(def.Name, "automatic").Add(float64(cleared))
+}

@@ -21,6 +21,7 @@ const (
 type API struct {
 	store   *alarms.Store
 	metrics *alarms.Metrics
+	alerts  *alarms.Receiver // nil: no Alertmanager receiver
 	mux     *nbi.Mux
 }
 
@@ -49,6 +50,9 @@ func (a *API) Register(m *nbi.Mux) {
 	m.Handle("GET "+v1+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
 	m.Handle("PUT "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
 	m.Handle("PATCH "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
+	if a.alerts != nil {
+		m.Handle("POST "+AlertmanagerPath, nbi.VerbCreate, a.receive)
+	}
 }
 
 func (a *API) versions(w http.ResponseWriter, r *http.Request) error {

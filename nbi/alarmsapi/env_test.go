@@ -114,7 +114,8 @@ func (e *env) restart() {
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
 	}
-	e.Serve(nil, zap.NewNop(), []nbi.API{New(e.store, metrics)}, func(c *nbi.Config) {
+	api := New(e.store, metrics).WithAlertmanager(alarms.NewReceiver(e.cfg, e.facts))
+	e.Serve(nil, zap.NewNop(), []nbi.API{api}, func(c *nbi.Config) {
 		if e.pageSize > 0 {
 			c.PageSize = e.pageSize
 		}

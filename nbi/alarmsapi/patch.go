@@ -19,8 +19,12 @@ const maxBody = 64 << 10
 
 const mediaMergePatch = "application/merge-patch+json"
 
-// readBody reads a body sent as one of media (400/413/415 otherwise).
+// readBody reads a body sent as one of media, at most maxBody bytes (400/413/415 otherwise).
 func readBody(r *http.Request, media ...string) ([]byte, error) {
+	return readBodyOf(r, maxBody, media...)
+}
+
+func readBodyOf(r *http.Request, maxBody int64, media ...string) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || !slices.Contains(media, mt) {
 		return nil, nbi.NewProblem(http.StatusUnsupportedMediaType, "the body is sent as %s", media[0])
@@ -32,7 +36,7 @@ func readBody(r *http.Request, media ...string) ([]byte, error) {
 	if err != nil {
 		return nil, nbi.NewProblem(http.StatusBadRequest, "the body could not be read")
 	}
-	if len(data) > maxBody {
+	if int64(len(data)) > maxBody {
 		return nil, nbi.NewProblem(http.StatusRequestEntityTooLarge, "the body is at most %d bytes", maxBody)
 	}
 	return data, nil

@@ -15,6 +15,7 @@ var (
 	alarmsRefOnce sync.Once
 	alarmsRef     *reference
 	alarmsRefErr  error
+	alertmanager  *base.Schema // the reference's AlertmanagerNotification
 )
 
 // LoadAlarmsReference is the O2IMS Infrastructure Monitoring (alarms) OpenAPI 3.0 document, with the
@@ -34,6 +35,9 @@ func LoadAlarmsReference(t testing.TB) *reference {
 		if alarmsRefErr == nil {
 			alarmsRef.notice, alarmsRefErr = schema(alarmsRef.model, "AlarmEventNotification")
 		}
+		if alarmsRefErr == nil {
+			alertmanager, alarmsRefErr = schema(alarmsRef.model, "AlertmanagerNotification")
+		}
 	})
 	require.NoError(t, alarmsRefErr, "loading the O2IMS alarms reference")
 	return alarmsRef
@@ -45,4 +49,15 @@ func LoadAlarmsReference(t testing.TB) *reference {
 func CheckAlarmsAgainstReference(t testing.TB, x *Exchange, reqBody []byte) {
 	t.Helper()
 	checkO2IMSAgainst(t, LoadAlarmsReference(t), x, reqBody)
+}
+
+// CheckAlertmanagerNotification checks a webhook body against the alarms reference's
+// AlertmanagerNotification (what Alertmanager posts to the receiver).
+func CheckAlertmanagerNotification(t testing.TB, body []byte) {
+	t.Helper()
+	ref := LoadAlarmsReference(t)
+	ref.mu.Lock()
+	ok, errs := ref.schemas.ValidateSchemaBytes(alertmanager, body)
+	ref.mu.Unlock()
+	require.True(t, ok, "not an AlertmanagerNotification: %s\n%s", describe(errs), body)
 }
