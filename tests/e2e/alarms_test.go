@@ -18,8 +18,9 @@ import (
 const monBase = "/o2ims-infrastructureMonitoring/v1"
 
 // A request the chain fails raises ProvisioningRequestFailed through the binary with the shipped roles
-// (the alarms' ConfigMap in the operator's namespace); the SMO acknowledges and clears it by hand.
-func TestAFailedRequestRaisesAnAlarmThroughTheBinary(t *testing.T) {
+// (the alarms' ConfigMap in the operator's namespace); the SMO acknowledges and clears it by hand. An
+// alert Alertmanager posts is an alarm until it resolves.
+func TestAFailedRequestAndAnAlertRaiseAlarmsThroughTheBinary(t *testing.T) {
 	ctx := context.Background()
 	manifest := filepath.Join(t.TempDir(), "fails.yaml")
 	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: o2ims.provisioning.oran.org/v1alpha1
@@ -76,6 +77,28 @@ spec:
 	code, _, body = call(t, http.MethodGet, operator.NBIURL+invBase+"/alarmDictionaries?filter="+url.QueryEscape("(eq,entityType,deploymentManager)"), nil)
 	require.Equal(t, http.StatusOK, code, string(body))
 	assert.Contains(t, string(body), a["alarmDefinitionID"].(string))
+
+	// Alertmanager's webhook: a firing alert is an alarm on the O-Cloud, its resolution clears it.
+	post := func(status string) {
+		code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alertmanager", map[string]any{
+			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
+			"alerts": []any{map[string]any{"status": status, "fingerprint": "e2e0001",
+				"labels":   map[string]string{"alertname": "O2IMSOperatorNotReady", "severity": "warning"},
+				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
+		})
+		require.Equal(t, http.StatusNoContent, code, string(body))
+	}
+	post("firing")
+	amList := operator.NBIURL + monBase + "/alarms?filter=" + url.QueryEscape("(eq,extensions/alertname,O2IMSOperatorNotReady)")
+	code, _, body = call(t, http.MethodGet, amList, nil)
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, json.Unmarshal(body, &alarms))
+	require.Len(t, alarms, 1, string(body))
+	assert.EqualValues(t, 3, alarms[0]["perceivedSeverity"])
+	post("resolved")
+	_, _, body = call(t, http.MethodGet, amList, nil)
+	require.NoError(t, json.Unmarshal(body, &alarms))
+	assert.Contains(t, alarms[0], "alarmClearedTime")
 
 	log, _ := os.ReadFile(operator.Log)
 	assert.NotContains(t, strings.ToLower(string(log)), "forbidden", "the shipped roles lacked a permission")
