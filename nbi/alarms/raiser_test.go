@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,4 +101,28 @@ func TestTheStoreIsBoundedByMaxAlarms(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, s.Alarms, MaxAlarms)
 	require.Equal(t, 10, s.Active())
+}
+
+// Only the leader raises: Run evaluates nothing while leading() is false, and starts once it is true.
+func TestRunRaisesOnlyWhileLeading(t *testing.T) {
+	now := time.Now()
+	facts := &fakeFacts{reqs: []*unstructured.Unstructured{failedRequest("a")}}
+	r, store := newTestRaiser(t, facts, &now)
+	r.cfg.Interval = 10 * time.Millisecond
+	var leading atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, leading.Load) }()
+	time.Sleep(100 * time.Millisecond)
+	s, err := store.Load(ctx)
+	require.NoError(t, err)
+	require.Empty(t, s.Alarms, "a follower writes nothing")
+	leading.Store(true)
+	require.Eventually(t, func() bool {
+		s, err := store.Load(ctx)
+		return err == nil && s.Active() == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	require.True(t, r.NeedLeaderElection())
 }
