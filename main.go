@@ -373,6 +373,7 @@ type wiring struct {
 	podNamespace   string
 	op             *framework.Operator
 	inv            *inventoryWiring // main_inventory.go; nil without NETBOX_URL
+	alarmsAPI      nbi.API          // main_alarms.go; nil without NETBOX_URL
 	hostStep       handlers.Hosts   // nil without NETBOX_URL
 }
 
@@ -442,6 +443,9 @@ func (w *wiring) addInventory() error {
 	if w.inv, err = newInventory(w.getenv, w.cfg.netbox, nb, w.op, w.log); err != nil {
 		return err
 	}
+	if w.alarmsAPI, err = w.inv.serveAlarms(cacheStore{w.op}, nb, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace); err != nil {
+		return err
+	}
 	// The chain records the resource ids the inventory answers: the same O-Cloud id.
 	w.hostStep = hosts.New(handlers.HostsConfig(w.cfg.chain, w.inv.cfg.OCloudID), nb, w.clients, w.op.Cache(), w.op.Registry())
 	return nil
@@ -472,7 +476,7 @@ func (w *wiring) addNorthbound() error {
 	if err != nil {
 		return err
 	}
-	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI); err != nil {
+	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI, w.alarms()); err != nil {
 		return err
 	}
 	// A port in use, or the serving loop ending by itself, stops the operator; the drain comes after the

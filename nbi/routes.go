@@ -159,7 +159,7 @@ func cleanPath(p string) string {
 func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
 	if r.URL.Path == cleanPath(r.URL.Path) {
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			probe := r.Clone(r.Context())
 			probe.Method = m
 			if _, p := s.mux.Handler(probe); p != "" {

@@ -121,6 +121,12 @@ func (c Config) ResourceTypeID(deviceType int32) string {
 	return c.id("netbox/dcim.devicetype/%d", deviceType)
 }
 
+// AlarmDictionaryID is the id of the alarm dictionary of the resource type of NetBox device type id
+// (nbi/alarms serves it; a resource type names it as its alarmDictionaryId).
+func (c Config) AlarmDictionaryID(deviceType int32) string {
+	return c.id("netbox/dcim.devicetype/%d/alarmDictionary", deviceType)
+}
+
 // DeploymentManagerID is the id of the deployment manager of the Cluster API Cluster with uid.
 func (c Config) DeploymentManagerID(clusterUID string) string {
 	return c.id("cluster.x-k8s.io/Cluster/%s", clusterUID)

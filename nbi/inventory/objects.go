@@ -58,8 +58,8 @@ var (
 		"oCloudId": query.Simple(), "globalCloudId": query.Simple(), "name": query.Simple(),
 		"description": query.Simple(), "serviceUri": query.Simple(), "extensions": query.Freeform(),
 	})
-	// Empty is the schema of the lists that are always empty (alarm dictionaries, locations): no
-	// attribute to filter on is wrong there, since nothing is answered.
+	// LocationSchema is of a list that is always empty (no attribute to filter on is wrong there, since
+	// nothing is answered); AlarmDictionarySchema of the dictionaries nbi/alarms makes.
 	LocationSchema = query.Object("LocationInfo", map[string]query.Attr{
 		"globalLocationId": query.Simple(), "name": query.Simple(), "description": query.Simple(),
 		"oCloudSiteIds": query.Array(), "address": query.Simple().Optional(), "extensions": query.Freeform(),
@@ -67,7 +67,7 @@ var (
 	AlarmDictionarySchema = query.Object("AlarmDictionary", map[string]query.Attr{
 		"alarmDictionaryId": query.Simple(), "alarmDictionaryVersion": query.Simple(),
 		"alarmDictionarySchemaVersion": query.Simple(), "entityType": query.Simple(), "vendor": query.Simple(),
-		"managementInterfaceId": query.Array(), "pkNotificationField": query.Array(),
+		"managementInterfaceId": query.Array(), "pkNotificationField": query.Array(), "alarmDefinition": query.Array(),
 	})
 )
 
@@ -161,7 +161,7 @@ func (c Config) typeEntry(t *netbox.InventoryDeviceType) *Entry {
 	return NewEntry(id, map[string]any{
 		"resourceTypeId": id, "name": t.Model, "description": t.Description, "vendor": t.Manufacturer,
 		"model": t.Model, "version": "", "resourceKind": resourceKind, "resourceClass": resourceClass,
-		"extensions": ext,
+		"alarmDictionaryId": c.AlarmDictionaryID(t.ID), "extensions": ext,
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -96,8 +97,8 @@ func (a *API) Register(m *nbi.Mux) {
 	m.Handle("GET "+v1+"/oCloudSites/{oCloudSiteId}", nbi.VerbList, a.fromView(a.getOCloudSite))
 	m.Handle("GET "+v1+"/locations", nbi.VerbList, a.listLocations)
 	m.Handle("GET "+v1+"/locations/{globalLocationId}", nbi.VerbList, a.getLocation)
-	m.Handle("GET "+v1+"/alarmDictionaries", nbi.VerbList, a.listAlarmDictionaries)
-	m.Handle("GET "+v1+"/alarmDictionaries/{alarmDictionaryId}", nbi.VerbList, a.getAlarmDictionary)
+	m.Handle("GET "+v1+"/alarmDictionaries", nbi.VerbList, a.fromView(a.listAlarmDictionaries))
+	m.Handle("GET "+v1+"/alarmDictionaries/{alarmDictionaryId}", nbi.VerbList, a.fromView(a.getAlarmDictionary))
 	if a.subs != nil {
 		a.subs.register(m)
 	}
@@ -179,9 +180,10 @@ func (a *API) listLocations(w http.ResponseWriter, r *http.Request) error {
 	return a.list(w, r, inventory.LocationSchema, nil)
 }
 
-// listAlarmDictionaries: the operator raises no O2IMS alarms, so it has no dictionary.
+// listAlarmDictionaries: the dictionaries of the alarms the operator raises (nbi/alarms): one per
+// resource type, one for deployment managers, one for the O-Cloud's pools and itself.
 func (a *API) listAlarmDictionaries(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.AlarmDictionarySchema, nil)
+	return a.list(w, r, inventory.AlarmDictionarySchema, alarms.Dictionaries(a.cfg, a.view.Snapshot().Types))
 }
 
 func (a *API) listResources(w http.ResponseWriter, r *http.Request) error {
@@ -232,18 +234,34 @@ func (a *API) getResourceTypeAlarmDictionary(w http.ResponseWriter, r *http.Requ
 	if err != nil {
 		return err
 	}
-	if _, ok := a.view.Type(id); !ok {
+	t, ok := a.view.Type(id)
+	if !ok {
 		return nbi.NewProblem(http.StatusNotFound, "resource type %q not found", id)
 	}
-	return nbi.NewProblem(http.StatusNotFound, "resource type %q has no alarm dictionary: the operator raises no O2IMS alarms", id)
+	d := alarms.TypeDictionary(t)
+	if d == nil {
+		return nbi.NewProblem(http.StatusNotFound, "resource type %q has no alarm dictionary", id)
+	}
+	a.writeEntry(w, r, d)
+	return nil
 }
 
 func (a *API) getLocation(_ http.ResponseWriter, r *http.Request) error {
 	return nbi.NewProblem(http.StatusNotFound, "location %q not found: this O-Cloud defines no locations", nbi.Truncate(r.PathValue("globalLocationId"), 100))
 }
 
-func (a *API) getAlarmDictionary(_ http.ResponseWriter, r *http.Request) error {
-	return nbi.NewProblem(http.StatusNotFound, "alarm dictionary %q not found: the operator raises no O2IMS alarms", nbi.Truncate(r.PathValue("alarmDictionaryId"), 100))
+func (a *API) getAlarmDictionary(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathUUID(r, "alarmDictionaryId", "alarm dictionary")
+	if err != nil {
+		return err
+	}
+	for _, d := range alarms.Dictionaries(a.cfg, a.view.Snapshot().Types) {
+		if d.ID == id {
+			a.writeEntry(w, r, d)
+			return nil
+		}
+	}
+	return nbi.NewProblem(http.StatusNotFound, "alarm dictionary %q not found", id)
 }
 
 func (a *API) getNamed(w http.ResponseWriter, r *http.Request, param, what string, find func(string) (*inventory.Entry, bool)) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -227,9 +228,28 @@ func TestInventoryRoutesAnswerTheNetBoxPoolAsTheReferenceDescribes(t *testing.T)
 		x = ie.get(invV1 + "/resourceTypes/" + ty["resourceTypeId"].(string))
 		require.Equal(t, http.StatusOK, x.Code())
 		require.Equal(t, ty, x.Object(t))
+		// Its alarm dictionary: the one its alarmDictionaryId names, with the alarms raised on a host.
 		x = ie.get(invV1 + "/resourceTypes/" + ty["resourceTypeId"].(string) + "/alarmDictionary")
-		require.Equal(t, http.StatusNotFound, x.Code())
+		require.Equal(t, http.StatusOK, x.Code(), string(x.Body))
+		dict := x.Object(t)
+		require.Equal(t, ty["alarmDictionaryId"], dict["alarmDictionaryId"])
+		require.Equal(t, "Dell "+ty["model"].(string), dict["entityType"])
+		defs := dict["alarmDefinition"].([]any)
+		require.Len(t, defs, 2)
+		require.Equal(t, "HostQuarantined", defs[0].(map[string]any)["alarmName"])
+		require.Equal(t, "PrometheusAlertFiring", defs[1].(map[string]any)["alarmName"], "an alert may name a host")
+		x = ie.get(invV1 + "/alarmDictionaries/" + ty["alarmDictionaryId"].(string))
+		require.Equal(t, http.StatusOK, x.Code())
+		require.Equal(t, dict, x.Object(t))
 	}
+	// Every dictionary: the two types', the deployment managers' and the O-Cloud infrastructure's.
+	x = ie.get(invV1 + "/alarmDictionaries")
+	require.Equal(t, http.StatusOK, x.Code())
+	dicts := x.Items(t)
+	require.Len(t, dicts, 4)
+	require.True(t, sort.StringsAreSorted(idsOf(dicts, "alarmDictionaryId")), "sorted by id")
+	x = ie.get(invV1 + "/alarmDictionaries?filter=" + url.QueryEscape("(eq,entityType,deploymentManager)"))
+	require.Len(t, x.Items(t), 1)
 
 	// Resources: four in North, two in South; never a BMC address or MAC.
 	x = ie.get(invV1 + "/resourcePools/" + north["resourcePoolId"].(string) + "/resources")
@@ -263,7 +283,7 @@ func TestInventoryRoutesAnswerTheNetBoxPoolAsTheReferenceDescribes(t *testing.T)
 	x = ie.get(invV1 + "/oCloudSites/" + north["oCloudSiteId"].(string))
 	require.Equal(t, http.StatusOK, x.Code())
 	require.Equal(t, []any{north["resourcePoolId"]}, x.Object(t)["resourcePools"])
-	for _, p := range []string{"/locations", "/alarmDictionaries", "/deploymentManagers"} {
+	for _, p := range []string{"/locations", "/deploymentManagers"} {
 		x = ie.get(invV1 + p)
 		require.Equal(t, http.StatusOK, x.Code())
 		require.JSONEq(t, `[]`, string(x.Body))

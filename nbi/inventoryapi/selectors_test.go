@@ -57,7 +57,8 @@ func TestInventorySelectorsReadAsTheInventoryReferenceWritesThem(t *testing.T) {
 		{path: invV1 + "/oCloudSites", required: []string{"oCloudSiteId", "globalLocationId", "name", "description", "resourcePools", "extensions"}},
 		{path: invV1 + "/locations", required: []string{"globalLocationId", "name", "description", "oCloudSiteIds", "extensions"}},
 		{path: invV1 + "/resourcePools/" + pool + "/resources", noName: "Resource"},
-		{path: invV1 + "/alarmDictionaries", noName: "AlarmDictionary"},
+		{path: invV1 + "/alarmDictionaries", noName: "AlarmDictionary"}, // a dictionary has no name
+
 		{path: invV1 + "/subscriptions", noName: "Subscription"},
 	} {
 		for _, sel := range []string{fields, exclude} {

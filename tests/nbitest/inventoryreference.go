@@ -84,7 +84,13 @@ func matchTemplate(tmpl, path string) bool {
 // the reference describes.
 func CheckInventoryAgainstReference(t testing.TB, x *Exchange, reqBody []byte) {
 	t.Helper()
-	r := LoadInventoryReference(t)
+	checkO2IMSAgainst(t, LoadInventoryReference(t), x, reqBody)
+}
+
+// checkO2IMSAgainst is CheckInventoryAgainstReference against r, one of the oran-o2ims references
+// (inventory, alarms), which share their common document and so their ProblemDetails.
+func checkO2IMSAgainst(t testing.TB, r *reference, x *Exchange, reqBody []byte) {
+	t.Helper()
 	code := x.Code()
 	media := x.Resp.Header.Get("Content-Type")
 	jsonBody := x.Body

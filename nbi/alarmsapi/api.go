@@ -1,0 +1,135 @@
+package alarmsapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+)
+
+const (
+	// Root is the alarms API's root; its version 1 is under Root+"/v1".
+	Root       = "/o2ims-infrastructureMonitoring"
+	apiVersion = "1.0.0"
+)
+
+// API is the alarms API over store; metrics (may be nil) counts the alarms cleared by hand.
+type API struct {
+	store   *alarms.Store
+	metrics *alarms.Metrics
+	alerts  *alarms.Receiver // nil: no Alertmanager receiver
+	mux     *nbi.Mux
+}
+
+// New is the alarms API answering from store.
+func New(store *alarms.Store, metrics *alarms.Metrics) *API {
+	return &API{store: store, metrics: metrics}
+}
+
+// Unserved is the alarms API of an operator without an inventory (and so without alarms): no route, but
+// its root's errors (404, 405, 406) still answer in the reference's ProblemDetails.
+func Unserved() *API { return &API{} }
+
+// Register claims the root (its errors in the reference's ProblemDetails) and adds the routes.
+func (a *API) Register(m *nbi.Mux) {
+	a.mux = m
+	m.Root(Root, writeProblem)
+	if a.store == nil {
+		return
+	}
+	v1 := Root + "/v1"
+	m.Handle("GET "+Root+"/api_versions", nbi.VerbNone, a.versions)
+	m.Handle("GET "+v1+"/api_versions", nbi.VerbNone, a.versions)
+	m.Handle("GET "+v1+"/alarms", nbi.VerbList, a.list)
+	m.Handle("GET "+v1+"/alarms/{alarmEventRecordId}", nbi.VerbList, a.get)
+	m.Handle("PATCH "+v1+"/alarms/{alarmEventRecordId}", nbi.VerbUpdate, a.patch)
+	m.Handle("GET "+v1+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
+	m.Handle("PUT "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
+	m.Handle("PATCH "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
+	if a.alerts != nil {
+		m.Handle("POST "+AlertmanagerPath, nbi.VerbCreate, a.receive)
+	}
+}
+
+func (a *API) versions(w http.ResponseWriter, r *http.Request) error {
+	a.mux.Write(w, r, http.StatusOK, nbi.APIVersionInformation{
+		URIPrefix: Root + "/v1", APIVersions: []nbi.APIVersionEntry{{Version: apiVersion}},
+	})
+	return nil
+}
+
+// load reads the stored alarms within the API-server call timeout.
+func (a *API) load(ctx context.Context) (*alarms.State, error) {
+	ctx, cancel := a.mux.Config().CallTimeout(ctx)
+	defer cancel()
+	s, err := a.store.Load(ctx)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return s, nil
+}
+
+// storeError: the API server (the alarms' store) failed; busy is retryable.
+func storeError(err error) *nbi.Problem {
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsConflict(err) {
+		return nbi.NewProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").
+			WithHeader("Retry-After", "1").WithCause(err)
+	}
+	return nbi.NewProblem(http.StatusBadGateway, "the alarms could not be read or written").WithCause(err)
+}
+
+// list answers the alarms through the shell's list pipeline: filter, attribute selectors and pages in id
+// order, as every list of the NBI.
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
+	q, err := nbi.ParseList(r.URL.RawQuery, nbi.SchemaListRules(alarms.Schema))
+	if err != nil {
+		return err
+	}
+	s, err := a.load(r.Context())
+	if err != nil {
+		return err
+	}
+	var match func(*alarms.Alarm) bool
+	if q.Filter != nil {
+		match = func(al *alarms.Alarm) bool { return q.Filter.Match(al.Attrs()) }
+	}
+	candidates := nbi.After(s.Alarms, q.Marker, func(al *alarms.Alarm) string { return al.ID })
+	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(al *alarms.Alarm) map[string]any {
+		return nbi.ApplySchema(q.Selection, alarms.Schema, al.Attrs())
+	})
+	if more {
+		w.Header().Set("Link", q.NextLink(r.URL, page[len(page)-1]["alarmEventRecordId"].(string)))
+	}
+	a.mux.Write(w, r, http.StatusOK, page)
+	return nil
+}
+
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	s, err := a.load(r.Context())
+	if err != nil {
+		return err
+	}
+	al, ok := s.Get(id)
+	if !ok {
+		return nbi.NewProblem(http.StatusNotFound, "alarm %q not found", id)
+	}
+	a.mux.Write(w, r, http.StatusOK, al.Attrs())
+	return nil
+}
+
+// pathID is the alarm id of the route; one that is not a lowercase UUID cannot exist, so it is a 404.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("alarmEventRecordId")
+	if u, err := uuid.Parse(id); err != nil || u.String() != id {
+		return "", nbi.NewProblem(http.StatusNotFound, "alarm %q not found: ids are lowercase UUIDs", nbi.Truncate(id, 100))
+	}
+	return id, nil
+}
