@@ -11,43 +11,25 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	"sigs.k8s.io/yaml"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/tests/alerting"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
-
-// alertmanagerBinary is Debian's prometheus-alertmanager (0.25), or a skip saying why there is none.
-func alertmanagerBinary(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"prometheus-alertmanager", "alertmanager"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("O2IMS_REQUIRE_PROMTOOL") != "" {
-		t.Fatal("prometheus-alertmanager is required here (apt-get install prometheus-alertmanager)")
-	}
-	t.Skip("prometheus-alertmanager not installed (apt-get install prometheus-alertmanager; CI installs and requires it)")
-	return ""
-}
 
 // tlsFiles writes a self-signed certificate for 127.0.0.1 and its key; the certificate is its own CA.
 func tlsFiles(t *testing.T, dir string) (certFile, keyFile string) {
@@ -90,82 +72,6 @@ func (e *env) shippedCredentialsToken(root string) string {
 	return token
 }
 
-// shippedAlertmanagerConfig is manifests/monitoring/alertmanager.yml with only what a test must change:
-// the webhook's host (the NBI's address here; scheme and path kept and checked), the files it reads the
-// token and CA from, and the group timings (seconds, not a minute).
-func shippedAlertmanagerConfig(t *testing.T, root, nbiAddr, tokenFile, caFile string) []byte {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, "manifests", "monitoring", "alertmanager.yml"))
-	require.NoError(t, err)
-	var cfg map[string]any
-	require.NoError(t, yaml.Unmarshal(raw, &cfg))
-	route := cfg["route"].(map[string]any)["routes"].([]any)[0].(map[string]any)
-	route["group_wait"], route["group_interval"] = "1s", "1s"
-	var hook map[string]any
-	for _, r := range cfg["receivers"].([]any) {
-		if r.(map[string]any)["name"] == route["receiver"] {
-			hook = r.(map[string]any)["webhook_configs"].([]any)[0].(map[string]any)
-		}
-	}
-	require.NotNil(t, hook)
-	u, err := url.Parse(hook["url"].(string))
-	require.NoError(t, err)
-	require.Equal(t, "https", u.Scheme)
-	require.Equal(t, AlertmanagerPath, u.Path)
-	u.Host = nbiAddr
-	hook["url"] = u.String()
-	httpCfg := hook["http_config"].(map[string]any)
-	httpCfg["authorization"].(map[string]any)["credentials_file"] = tokenFile
-	httpCfg["tls_config"].(map[string]any)["ca_file"] = caFile
-	out, err := yaml.Marshal(cfg)
-	require.NoError(t, err)
-	return out
-}
-
-// startAlertmanager runs the binary on config until the test ends; it answers its URL.
-func startAlertmanager(t *testing.T, bin string, config []byte) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "alertmanager.yml")
-	require.NoError(t, os.WriteFile(cfgPath, config, 0o600))
-	ports, err := kubeapi.FreePorts(1)
-	require.NoError(t, err)
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	logPath := filepath.Join(dir, "alertmanager.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=debug")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("alertmanager log:\n%s", b)
-		}
-	})
-	base := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond, "Alertmanager never ready")
-	return base
-}
-
 // postAlert sends one alert to Alertmanager's API (as Prometheus does); endsAt in the past resolves it.
 func postAlert(t *testing.T, am string, labels map[string]string, endsAt time.Time) {
 	t.Helper()
@@ -186,7 +92,7 @@ func postAlert(t *testing.T, am string, labels map[string]string, endsAt time.Ti
 // webhook over TLS with the shipped ServiceAccount's token (the NBI authenticating and authorising it on
 // the real API server), the alarm appears and its subscriber is notified; the resolved alert clears it.
 func TestRealAlertmanagerPostsToTheReceiverAndTheAlarmClearsWhenTheAlertResolves(t *testing.T) {
-	bin := alertmanagerBinary(t)
+	bin := alerting.AlertmanagerBinary(t)
 	e := newEnv(t)
 	root, err := kubeapi.RepoRoot()
 	require.NoError(t, err)
@@ -221,7 +127,7 @@ func TestRealAlertmanagerPostsToTheReceiverAndTheAlarmClearsWhenTheAlertResolves
 	defer cancel()
 	e.notifier(ctx)
 
-	am := startAlertmanager(t, bin, shippedAlertmanagerConfig(t, root, e.Srv.Addr(), tokenFile, certFile))
+	am := alerting.StartAlertmanager(t, bin, alerting.ShippedAlertmanagerConfig(t, e.Base, AlertmanagerPath, tokenFile, certFile))
 	labels := map[string]string{"alertname": "O2IMSNetBoxErrors", "severity": "warning", "instance": "10.0.0.7:8080"}
 	postAlert(t, am, labels, time.Time{})
 	alarm := func() *alarms.Alarm {
