@@ -282,3 +282,100 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 	require.Equal(t, []string{"0 NetBoxUnreachable", "3 NetBoxUnreachable", "2 NetBoxUnreachable"}, got)
 	require.False(t, strings.Contains(strings.Join(got, ","), "1 "), "no CHANGE")
 }
+
+// Every fault the operator raises, and an Alertmanager alert: raise → notify → acknowledge → notify →
+// clear → notify, each notification in order and checked against the reference.
+func TestEveryFaultIsNotifiedRaisedAcknowledgedAndCleared(t *testing.T) {
+	alert := func(e *env, status string) {
+		body := `{"version":"4","groupKey":"{}:{}","status":"` + status + `","receiver":"o2ims","alerts":[{"status":"` + status +
+			`","fingerprint":"f00d0001","labels":{"alertname":"O2IMSNetBoxErrors","severity":"warning"},"startsAt":"` +
+			time.Now().UTC().Format(time.RFC3339) + `"}]}`
+		x := e.send(http.MethodPost, AlertmanagerPath, []byte(body), "application/json")
+		require.Equal(e.T, http.StatusNoContent, x.Code(), string(x.Body))
+	}
+	for _, c := range []struct {
+		def          *alarms.Definition
+		raise, clear func(e *env)
+	}{
+		{alarms.HostQuarantined,
+			func(e *env) {
+				require.NoError(e.T, e.sim.SetStatus(1, "failed"))
+				require.NoError(e.T, e.refresh())
+				e.evaluate()
+			},
+			func(e *env) {
+				require.NoError(e.T, e.sim.SetStatus(1, "staged"))
+				require.NoError(e.T, e.refresh())
+				e.evaluate()
+			}},
+		{alarms.PoolExhausted,
+			func(e *env) {
+				for id := int32(1); id <= 2; id++ {
+					require.NoError(e.T, e.sim.SetStatus(id, "active"))
+					require.NoError(e.T, e.sim.SetCustom(id, "o2ims_request_uid", "someone-else"))
+				}
+				require.NoError(e.T, e.refresh())
+				e.request("waits", "progressing", "0 of 1 hosts claimed; waiting for free hosts: 1 more for role worker")
+				e.evaluate()
+			},
+			func(e *env) { e.request("waits", "fulfilled", "provisioned"); e.evaluate() }},
+		{alarms.NetBoxUnreachable,
+			func(e *env) {
+				e.sim.SetOutage(http.StatusServiceUnavailable)
+				require.Error(e.T, e.refresh())
+				e.evaluate()
+			},
+			func(e *env) { e.sim.SetOutage(0); require.NoError(e.T, e.refresh()); e.evaluate() }},
+		{alarms.RequestFailed,
+			func(e *env) {
+				e.request("fails", "failed", "Provisioning request failed; reason: timed out")
+				e.evaluate()
+			},
+			func(e *env) {
+				id := e.only(alarms.RequestFailed)["alarmEventRecordId"].(string)
+				require.Equal(e.T, http.StatusOK, e.patch(v1+"/alarms/"+id, clear).Code(), "cleared by hand")
+			}},
+		{alarms.RequestStuck,
+			func(e *env) {
+				e.request("slow", "progressing", "waiting for the Cluster resource")
+				e.advance(testTimeout/2 + time.Minute)
+				e.evaluate()
+			},
+			func(e *env) { e.request("slow", "fulfilled", "provisioned"); e.evaluate() }},
+		{alarms.AlertFiring, func(e *env) { alert(e, "firing") }, func(e *env) { alert(e, "resolved") }},
+	} {
+		t.Run(c.def.Name, func(t *testing.T) {
+			e := newEnv(t)
+			r := smo.New()
+			defer r.Close()
+			e.subscribe(r.URL(), "")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			e.notifier(ctx)
+			c.raise(e)
+			id := e.only(c.def)["alarmEventRecordId"].(string)
+			// of waits for n notifications of this alarm (others may come between) and answers their events.
+			mine := func() []string {
+				var out []string
+				for _, n := range r.Notifications() {
+					if n.Body["alarmEventRecordId"] == id {
+						out = append(out, fmt.Sprint(n.Body["notificationEventType"]))
+					}
+				}
+				return out
+			}
+			of := func(n int) []string {
+				require.Eventually(t, func() bool { return len(mine()) >= n }, 20*time.Second, 10*time.Millisecond, "got %v", mine())
+				time.Sleep(200 * time.Millisecond) // nothing more (no duplicate) follows
+				alarmEvents(t, r)                  // each checked against the reference
+				return mine()
+			}
+			require.Equal(t, []string{"0"}, of(1))
+			e.acknowledge(id)
+			require.Equal(t, []string{"0", "3"}, of(2))
+			c.clear(e)
+			e.requireCleared(id)
+			require.Equal(t, []string{"0", "3", "2"}, of(3))
+		})
+	}
+}
