@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 )
 
 const monBase = "/o2ims-infrastructureMonitoring/v1"
@@ -102,4 +106,61 @@ spec:
 
 	log, _ := os.ReadFile(operator.Log)
 	assert.NotContains(t, strings.ToLower(string(log)), "forbidden", "the shipped roles lacked a permission")
+}
+
+// SIGKILL between two raises and their delivery: the restarted binary notifies both, in the order raised,
+// then the clearing — the alarm subscription's ConfigMap holds what the SMO was last told.
+func TestAlarmsUndeliveredAtSIGKILLAreNotifiedAfterRestartInOrder(t *testing.T) {
+	ctx := context.Background()
+	smoRecv := smo.New()
+	defer smoRecv.Close()
+	code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alarmSubscriptions", map[string]any{"callback": smoRecv.URL()})
+	require.Equal(t, http.StatusCreated, code, string(body))
+	var sub map[string]any
+	require.NoError(t, json.Unmarshal(body, &sub))
+	id := sub["alarmSubscriptionId"].(string)
+	defer func() { call(t, http.MethodDelete, operator.NBIURL+monBase+"/alarmSubscriptions/"+id, nil) }()
+	eventually(t, 10*time.Second, func() bool {
+		cm, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx, "o2ims-alarm-subscription-"+id, metav1.GetOptions{})
+		return err == nil && len(cm.BinaryData["progress.json.gz"]) > 0
+	}, "the subscription's progress was never written")
+
+	post := func(fingerprint, alertname, status string) {
+		t.Helper()
+		code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alertmanager", map[string]any{
+			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
+			"alerts": []any{map[string]any{"status": status, "fingerprint": fingerprint,
+				"labels":   map[string]string{"alertname": alertname, "severity": "warning"},
+				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
+		})
+		require.Equal(t, http.StatusNoContent, code, string(body))
+	}
+	smoRecv.Fail(http.StatusServiceUnavailable)
+	post("e2ekill01", "O2IMSKillFirst", "firing")
+	time.Sleep(20 * time.Millisecond) // a later alarmChangedTime (milliseconds)
+	post("e2ekill02", "O2IMSKillSecond", "firing")
+	defer post("e2ekill02", "O2IMSKillSecond", "resolved")
+	eventually(t, 20*time.Second, func() bool { return smoRecv.Attempts() > 0 }, "the raise was never tried")
+
+	operator.Kill()
+	restarted, err := st.StartOperator(ctx, map[string]string{"PROVISIONING_REQUEST_SELECTOR": "!" + privateLabel})
+	require.NoError(t, err)
+	operator = restarted
+	smoRecv.Fail(0)
+	post("e2ekill01", "O2IMSKillFirst", "resolved")
+
+	events := func() []string {
+		var out []string
+		for _, n := range smoRecv.Notifications() {
+			ext, _ := n.Body["extensions"].(map[string]any)
+			if name, _ := ext["alertname"].(string); strings.HasPrefix(name, "O2IMSKill") {
+				out = append(out, fmt.Sprintf("%v %s", n.Body["notificationEventType"], name))
+			}
+		}
+		return out
+	}
+	eventually(t, 60*time.Second, func() bool { return len(events()) >= 3 }, "not all delivered after the restart: %v", lazy(func() string { return fmt.Sprint(events()) }))
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, []string{"0 O2IMSKillFirst", "0 O2IMSKillSecond", "2 O2IMSKillFirst"}, events(),
+		"raised before the SIGKILL, delivered after it in the order raised, then the clearing; nothing twice")
 }
