@@ -10,27 +10,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-const (
-	envBegin = "<!-- environment: main_env.go; TestTheEnvironmentTableIsTheREADMEs checks it, O2IMS_UPDATE_README=1 rewrites it -->\n"
-	envEnd   = "<!-- /environment -->\n"
+	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
 // README's Configuration tables are main_env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
 func TestTheEnvironmentTableIsTheREADMEs(t *testing.T) {
-	raw, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	readme := string(raw)
-	a, b := strings.Index(readme, envBegin), strings.Index(readme, envEnd)
-	require.True(t, a >= 0 && b > a, "README.md has no environment markers")
-	want := markdownEnvironment()
-	if os.Getenv("O2IMS_UPDATE_README") == "1" {
-		readme = readme[:a+len(envBegin)] + want + readme[b:]
-		require.NoError(t, os.WriteFile("README.md", []byte(readme), 0o644))
-		return
-	}
-	assert.Equal(t, want, readme[a+len(envBegin):b], "README's environment tables differ from main_env.go; run O2IMS_UPDATE_README=1 go test -run TestTheEnvironmentTableIsTheREADMEs .")
+	readme.Section(t, "README.md", "environment", markdownEnvironment(), "go test -run TestTheEnvironmentTableIsTheREADMEs .")
 }
 
 // Every variable the operator's code reads is in the table (and so in --help and README), and the table

@@ -31,6 +31,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
 // How the message table (messages.go) is held true:
@@ -42,26 +43,10 @@ import (
 //     model's (its random sequences prove nothing about a given entry).
 //   - TestMessageWalk drives the chain into the entries no other test reaches.
 
-const (
-	messagesBegin = "<!-- messages: handlers/messages.go; TestTheMessageTableIsTheREADMEs checks it, O2IMS_UPDATE_README=1 rewrites it -->\n"
-	messagesEnd   = "<!-- /messages -->\n"
-)
-
 // README's "Status messages" table is messages.go's, row for row (O2IMS_UPDATE_README=1 writes it).
 func TestTheMessageTableIsTheREADMEs(t *testing.T) {
-	path := filepath.Join("..", "README.md")
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	readme := string(raw)
-	a, b := strings.Index(readme, messagesBegin), strings.Index(readme, messagesEnd)
-	require.True(t, a >= 0 && b > a, "README.md has no messages markers")
-	want := markdownMessages()
-	if os.Getenv("O2IMS_UPDATE_README") == "1" {
-		readme = readme[:a+len(messagesBegin)] + want + readme[b:]
-		require.NoError(t, os.WriteFile(path, []byte(readme), 0o644))
-		return
-	}
-	assert.Equal(t, want, readme[a+len(messagesBegin):b], "README's status messages differ from handlers/messages.go; run O2IMS_UPDATE_README=1 go test -run TestTheMessageTableIsTheREADMEs ./handlers/")
+	readme.Section(t, filepath.Join("..", "README.md"), "messages", markdownMessages(),
+		"go test -run TestTheMessageTableIsTheREADMEs ./handlers/")
 }
 
 // The table's own rules: one entry per key and per text, the CRD's states, failed says failed and why and

@@ -1,7 +1,6 @@
 package nbi_test
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -21,12 +20,7 @@ import (
 // serves it.
 
 func TestMain(m *testing.M) {
-	// Tests share one real API server. A fuzzing worker process runs only its fuzz target, which needs
-	// none, so it does not start one per worker.
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		os.Exit(m.Run())
-	}
+	// Tests share one real API server (RunMain starts none for a fuzzing run).
 	os.Exit(kubeapi.RunMain(m, kubeapi.DefaultCRDs))
 }
 

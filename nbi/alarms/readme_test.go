@@ -5,30 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-const (
-	readmePath  = "../../README.md"
-	alarmsBegin = "<!-- alarms: nbi/alarms/definitions.go; TestTheAlarmTableIsTheREADMEs checks it, O2IMS_UPDATE_README=1 rewrites it -->\n"
-	alarmsEnd   = "<!-- /alarms -->"
+	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
 // The README's alarm table is the definitions' (READMETable).
 func TestTheAlarmTableIsTheREADMEs(t *testing.T) {
-	raw, err := os.ReadFile(readmePath)
-	require.NoError(t, err)
-	readme := string(raw)
-	a, b := strings.Index(readme, alarmsBegin), strings.Index(readme, alarmsEnd)
-	require.True(t, a >= 0 && b > a, "README.md has no alarm markers")
-	want := READMETable()
-	if os.Getenv("O2IMS_UPDATE_README") == "1" {
-		readme = readme[:a+len(alarmsBegin)] + want + readme[b:]
-		require.NoError(t, os.WriteFile(readmePath, []byte(readme), 0o644))
-		return
-	}
-	assert.Equal(t, want, readme[a+len(alarmsBegin):b], "README's alarm table differs from nbi/alarms/definitions.go; run O2IMS_UPDATE_README=1 go test -run TestTheAlarmTableIsTheREADMEs ./nbi/alarms")
+	readme.Section(t, "../../README.md", "alarms", READMETable(), "go test -run TestTheAlarmTableIsTheREADMEs ./nbi/alarms")
 }
 
 // Every definition is complete, its names unique, and its runbook section is one docs/runbook.md has

@@ -40,7 +40,7 @@ func Unserved() *API { return &API{} }
 // Register claims the root (its errors in the reference's ProblemDetails) and adds the routes.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux = m
-	m.Root(Root, writeProblem)
+	m.Root(Root, nbi.WriteCommonProblem)
 	if a.store == nil {
 		return
 	}

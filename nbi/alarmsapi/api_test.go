@@ -368,5 +368,5 @@ func TestUnservedAnswersTheRootsErrorsInTheReferencesShape(t *testing.T) {
 	e.Serve(nil, zap.NewNop(), []nbi.API{Unserved()})
 	x := e.get(v1 + "/alarms")
 	require.Equal(t, http.StatusNotFound, x.Code())
-	require.Equal(t, mediaProblemJSON, x.Resp.Header.Get("Content-Type"))
+	require.Equal(t, nbi.MediaProblemJSON, x.Resp.Header.Get("Content-Type"))
 }

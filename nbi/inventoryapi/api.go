@@ -76,7 +76,7 @@ func resourceIDs(cfg inventory.Config, ids []string) []string {
 // Register claims the root (its errors in the inventory reference's shape) and adds the routes.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux = m
-	m.Root(Root, a.writeProblem)
+	m.Root(Root, nbi.WriteCommonProblem)
 	if a.view == nil {
 		return
 	}
