@@ -9,6 +9,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -31,8 +32,37 @@ func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *f
 	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: chainCfg.CreationTimeout},
 		facts, st, metrics, iw.log.Named("alarms"))
 	op.Add(raiser) // NeedLeaderElection: only the leader raises and clears
+	subs, n, err := iw.alarmNotifier(st, op, namespace)
+	if err != nil {
+		return nil, err
+	}
 	// Alertmanager's webhook (alarmsapi.AlertmanagerPath): alerts mapped to what their labels name.
-	return alarmsapi.New(st, metrics).WithAlertmanager(alarms.NewReceiver(iw.cfg, facts)), nil
+	return alarmsapi.New(st, metrics).WithAlertmanager(alarms.NewReceiver(iw.cfg, facts)).
+		WithSubscriptions(subs, n.AddSubscription), nil
+}
+
+// alarmNotifier is the alarm subscriptions (ConfigMaps beside the inventory's, capped by
+// ALARMS_MAX_SUBSCRIPTIONS, their callbacks under the inventory's policy) and the notifier of their
+// AlarmEventNotifications: the inventory's machinery over the alarms' ConfigMap, a runnable of the leader.
+func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operator, namespace string) (*inventory.SubscriptionStore, *inventory.PolledNotifier, error) {
+	if namespace == "" {
+		namespace = "default"
+	}
+	max, err := alarms.MaxSubscriptionsFromEnv(iw.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(alarms.Subscriptions).
+		WithBaselineFunc(st.Snapshot).WithMax(max).WithPolicy(iw.policy)
+	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
+		API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: st.Snapshot, Order: alarms.Order,
+		Render: alarms.Renderer{GlobalCloudID: iw.cfg.GlobalCloudID.String(), Root: iw.view.Config().ServiceURI + alarmsapi.Root + "/v1"},
+	}, subs, iw.log.Named("alarm-notifier"), op.Registry())
+	if err != nil {
+		return nil, nil, err
+	}
+	op.Add(n) // NeedLeaderElection: only the leader delivers
+	return subs, n, nil
 }
 
 // alarms is the alarms API: alarmsapi.Unserved without an inventory (no alarms; its root's errors in

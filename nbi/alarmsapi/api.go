@@ -9,6 +9,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 )
 
 const (
@@ -21,7 +22,9 @@ const (
 type API struct {
 	store   *alarms.Store
 	metrics *alarms.Metrics
-	alerts  *alarms.Receiver // nil: no Alertmanager receiver
+	alerts  *alarms.Receiver             // nil: no Alertmanager receiver
+	subs    *inventory.SubscriptionStore // nil: no alarmSubscriptions
+	created func()
 	mux     *nbi.Mux
 }
 
@@ -50,6 +53,9 @@ func (a *API) Register(m *nbi.Mux) {
 	m.Handle("GET "+v1+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
 	m.Handle("PUT "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
 	m.Handle("PATCH "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
+	if a.subs != nil {
+		a.registerSubscriptions(m)
+	}
 	if a.alerts != nil {
 		m.Handle("POST "+AlertmanagerPath, nbi.VerbCreate, a.receive)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
@@ -52,6 +54,8 @@ type env struct {
 	store     *alarms.Store
 	raiser    *alarms.Raiser
 	reg       *prometheus.Registry
+	subs      *inventory.SubscriptionStore // the alarm subscriptions
+	policy    *callback.Policy             // theirs: loopback allowed, for the test's receivers
 
 	pageSize int // the next restart's page size (0: the default)
 
@@ -114,7 +118,14 @@ func (e *env) restart() {
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
 	}
-	api := New(e.store, metrics).WithAlertmanager(alarms.NewReceiver(e.cfg, e.facts))
+	if e.policy == nil {
+		p, err := callback.New(callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+		require.NoError(t, err)
+		e.policy = p
+	}
+	e.subs = inventory.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).
+		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy)
+	api := New(e.store, metrics).WithAlertmanager(alarms.NewReceiver(e.cfg, e.facts)).WithSubscriptions(e.subs, nil)
 	e.Serve(nil, zap.NewNop(), []nbi.API{api}, func(c *nbi.Config) {
 		if e.pageSize > 0 {
 			c.PageSize = e.pageSize

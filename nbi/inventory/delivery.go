@@ -21,7 +21,7 @@ import (
 type delivery struct {
 	client  *http.Client // every connection through the callback policy
 	retry   backoff.Exponential
-	render  renderer
+	render  Renderer
 	metrics *notifierMetrics
 	clock   clock.WithTicker
 	log     *zap.Logger
@@ -55,7 +55,7 @@ func (d *delivery) run(ctx context.Context, s *subscriber) {
 // send delivers one notification, or counts it filtered; false when ctx ended first.
 func (d *delivery) send(ctx context.Context, s *subscriber, p *note) bool {
 	id := s.sub.SubscriptionID
-	body, matched := d.render.render(s.sub, s.filter, p)
+	body, matched := d.render.Render(s.sub, s.filter, Notice{Kind: p.kind, ID: p.id, Prior: p.prior, Post: p.post})
 	if !matched {
 		d.metrics.filtered.WithLabelValues(id).Inc()
 		return true

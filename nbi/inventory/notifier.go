@@ -79,25 +79,31 @@ func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore,
 		log = zap.NewNop()
 	}
 	cfg = cfg.withDefaults()
-	metrics := newNotifierMetrics()
-	d := &delivery{
-		// Every connection through the policy; a redirect is not a delivery: the callback the SMO
-		// registered is the only one POSTed to.
-		client:  cfg.Policy.Client(cfg.Timeout),
-		retry:   retryBackoff(cfg.BackoffBase, cfg.BackoffCap),
-		render:  renderer{root: view.Config().ServiceURI + cfg.APIRoot},
-		metrics: metrics, clock: cfg.Clock, log: log,
-	}
-	n := &Notifier{cfg: cfg, view: view, managers: managers, log: log, set: &subscriberSet{
-		store: store, queueLimit: cfg.QueueLimit, deliver: d.run, metrics: metrics, clock: cfg.Clock, log: log,
-		state: map[string]Change{}, subs: map[string]*subscriber{},
-	}}
+	metrics := newNotifierMetrics("inventory", "Inventory change")
+	set := newSubscriberSet(cfg, store, renderer{root: view.Config().ServiceURI + cfg.APIRoot}, metrics, log)
+	n := &Notifier{cfg: cfg, view: view, managers: managers, log: log, set: set}
 	if reg != nil {
 		if err := metrics.register(reg, n.set); err != nil {
 			return nil, err
 		}
 	}
 	return n, nil
+}
+
+// newSubscriberSet builds the subscriber set of a notifier and the delivery its subscribers run.
+func newSubscriberSet(cfg NotifierConfig, store *SubscriptionStore, render Renderer, metrics *notifierMetrics, log *zap.Logger) *subscriberSet {
+	d := &delivery{
+		// Every connection through the policy; a redirect is not a delivery: the callback the SMO
+		// registered is the only one POSTed to.
+		client:  cfg.Policy.Client(cfg.Timeout),
+		retry:   retryBackoff(cfg.BackoffBase, cfg.BackoffCap),
+		render:  render,
+		metrics: metrics, clock: cfg.Clock, log: log,
+	}
+	return &subscriberSet{
+		store: store, compile: render.Compile, queueLimit: cfg.QueueLimit, deliver: d.run, metrics: metrics,
+		clock: cfg.Clock, log: log, state: map[string]Change{}, subs: map[string]*subscriber{},
+	}
 }
 
 // NeedLeaderElection: only the leader delivers (every replica serves the subscription routes).

@@ -15,23 +15,26 @@ type notifierMetrics struct {
 	depthDesc, ageDesc          *prometheus.Desc
 }
 
-func newNotifierMetrics() *notifierMetrics {
+// newNotifierMetrics names its series o2ims_<api>_notification…; what is the Help's name of the
+// notifications ("Inventory change", "Alarm event").
+func newNotifierMetrics(api, what string) *notifierMetrics {
+	name := func(s string) string { return "o2ims_" + api + "_" + s }
 	return &notifierMetrics{
-		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_delivered_total",
-			Help: "Inventory change notifications the callback accepted (2xx), per subscription."}, []string{"subscription"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_failed_total",
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("notifications_delivered_total"),
+			Help: what + " notifications the callback accepted (2xx), per subscription."}, []string{"subscription"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("notifications_failed_total"),
 			Help: "Notification POSTs that failed (timeout, transport, non-2xx, redirect), per subscription."}, []string{"subscription"}),
-		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_retried_total",
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("notifications_retried_total"),
 			Help: "Notification POSTs that were retries of a failed one, per subscription."}, []string{"subscription"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_refused_total",
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("notifications_refused_total"),
 			Help: "Notification POSTs (counted as failed, and retried) that the callback policy refused to connect, per reason."}, []string{"reason"}),
-		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "o2ims_inventory_notifications_filtered_total",
+		filtered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("notifications_filtered_total"),
 			Help: "Changes a subscription's filter left out, per subscription."}, []string{"subscription"}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "o2ims_inventory_notification_latency_seconds",
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: name("notification_latency_seconds"),
 			Help:    "From a change seen by the operator to its notification accepted by the callback.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}),
-		depthDesc: prometheus.NewDesc("o2ims_inventory_notification_queue_depth", "Undelivered notifications per subscription.", []string{"subscription"}, nil),
-		ageDesc:   prometheus.NewDesc("o2ims_inventory_notification_oldest_undelivered_seconds", "Age of the oldest undelivered notification per subscription (0: none).", []string{"subscription"}, nil),
+		depthDesc: prometheus.NewDesc(name("notification_queue_depth"), "Undelivered notifications per subscription.", []string{"subscription"}, nil),
+		ageDesc:   prometheus.NewDesc(name("notification_oldest_undelivered_seconds"), "Age of the oldest undelivered notification per subscription (0: none).", []string{"subscription"}, nil),
 	}
 }
 

@@ -19,12 +19,29 @@ const (
 	EventDelete EventType = 2 // the object went: no postObjectState
 )
 
+// Notice is one change a subscriber is to be told of: of one object, from Prior to Post (nil: none).
+type Notice struct {
+	Kind        Kind
+	ID          string
+	Prior, Post *Entry
+}
+
+// Renderer writes one API's notifications: the inventory's InventoryChangeNotifications, the alarms'
+// AlarmEventNotifications.
+type Renderer interface {
+	// Compile reads a subscription's filter (validated when stored; an error skips the subscription).
+	Compile(filter string) (any, error)
+	// Render writes n for sub, filter being Compile's answer (nil without a filter); matched false: the
+	// filter leaves it out, nothing to send.
+	Render(sub Subscription, filter any, n Notice) (body []byte, matched bool)
+}
+
 // eventOf is the event a notification reports.
-func eventOf(p *note) EventType {
+func eventOf(p Notice) EventType {
 	switch {
-	case p.prior == nil:
+	case p.Prior == nil:
 		return EventCreate
-	case p.post == nil:
+	case p.Post == nil:
 		return EventDelete
 	}
 	return EventModify
@@ -36,26 +53,30 @@ type renderer struct {
 	root string
 }
 
-// render writes the InventoryChangeNotification of p for a subscription and decides its filter on it
+// Compile parses an inventory filter on NotificationSchema.
+func (r renderer) Compile(filter string) (any, error) { return NotificationSchema.ParseFilter(filter) }
+
+// Render writes the InventoryChangeNotification of p for a subscription and decides its filter on it
 // (matched false: left out, nothing to send).
-func (r renderer) render(sub Subscription, filter query.Filter, p *note) (body []byte, matched bool) {
+func (r renderer) Render(sub Subscription, compiled any, p Notice) (body []byte, matched bool) {
+	filter, _ := compiled.(query.Filter)
 	event := eventOf(p)
 	attrs := map[string]any{
 		"notificationId":        notificationID(sub.SubscriptionID, p, event),
 		"notificationEventType": int64(event),
-		"objectType":            string(p.kind),
+		"objectType":            string(p.Kind),
 	}
 	if sub.ConsumerSubscriptionID != "" {
 		attrs["consumerSubscriptionId"] = sub.ConsumerSubscriptionID
 	}
-	if ref := r.objectRef(p); ref != "" && p.post != nil {
+	if ref := r.objectRef(p); ref != "" && p.Post != nil {
 		attrs["objectRef"] = ref
 	}
-	if p.prior != nil {
-		attrs["priorObjectState"] = p.prior.Attrs
+	if p.Prior != nil {
+		attrs["priorObjectState"] = p.Prior.Attrs
 	}
-	if p.post != nil {
-		attrs["postObjectState"] = p.post.Attrs
+	if p.Post != nil {
+		attrs["postObjectState"] = p.Post.Attrs
 	}
 	if filter != nil && !filter.Match(attrs) {
 		return nil, false
@@ -67,10 +88,10 @@ func (r renderer) render(sub Subscription, filter query.Filter, p *note) (body [
 // notificationID is derived from the subscription and the change, so a re-sent notification (a retry,
 // or one sent again after a restart or by a new leader) carries the same id and the SMO can drop
 // duplicates.
-func notificationID(subscriptionID string, p *note, event EventType) string {
+func notificationID(subscriptionID string, p Notice, event EventType) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s/%s/%d/", p.kind, p.id, event)
-	for _, e := range []*Entry{p.prior, p.post} {
+	fmt.Fprintf(h, "%s/%s/%d/", p.Kind, p.ID, event)
+	for _, e := range []*Entry{p.Prior, p.Post} {
 		if e != nil {
 			h.Write(e.JSON)
 		}
@@ -79,21 +100,21 @@ func notificationID(subscriptionID string, p *note, event EventType) string {
 	return uuid.NewSHA1(uuid.MustParse(subscriptionID), h.Sum(nil)).String()
 }
 
-func (r renderer) objectRef(p *note) string {
-	e := p.post
+func (r renderer) objectRef(p Notice) string {
+	e := p.Post
 	if e == nil {
-		e = p.prior
+		e = p.Prior
 	}
-	switch p.kind {
+	switch p.Kind {
 	case KindResource:
 		pool, _ := e.Attrs["resourcePoolId"].(string)
-		return r.root + "/resourcePools/" + pool + "/resources/" + p.id
+		return r.root + "/resourcePools/" + pool + "/resources/" + p.ID
 	case KindResourcePool:
-		return r.root + "/resourcePools/" + p.id
+		return r.root + "/resourcePools/" + p.ID
 	case KindResourceType:
-		return r.root + "/resourceTypes/" + p.id
+		return r.root + "/resourceTypes/" + p.ID
 	case KindDeploymentManager:
-		return r.root + "/deploymentManagers/" + p.id
+		return r.root + "/deploymentManagers/" + p.ID
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package inventory
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,13 +13,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // subscriber is one subscription being delivered to: its queue and its delivery's state.
 type subscriber struct {
 	sub    Subscription
-	filter query.Filter
+	filter any // its Renderer's compiled filter (nil: none)
 	queue  *queue
 	cancel context.CancelFunc // ends its delivery
 	// refused is why the policy refused the last attempt ("": it did not), so a refusal is logged when
@@ -31,7 +31,11 @@ type subscriber struct {
 // the change stream — what changed before is in the missed changes its queue starts with, what follows
 // is pushed to it — and each queue has its own lock under it.
 type subscriberSet struct {
-	store      *SubscriptionStore
+	store   *SubscriptionStore
+	compile func(string) (any, error) // a subscription's filter (its Renderer's Compile)
+	// order, when set, orders the changes a diff finds as they happened (the alarms by their change
+	// time), rather than as the view would have emitted them.
+	order      func(a, b Change) int
 	queueLimit int
 	deliver    func(context.Context, *subscriber)
 	metrics    *notifierMetrics
@@ -85,20 +89,26 @@ func (ss *subscriberSet) applyLocked(changes []Change) {
 
 // managersChanged applies what changed of the deployment managers since the last seen (dms: all now).
 func (ss *subscriberSet) managersChanged(dms []*Entry) {
-	now := ss.clock.Now()
 	cur := make(map[string]Change, len(dms))
 	for _, e := range dms {
 		cur[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
 	}
+	ss.kindChanged(KindDeploymentManager, cur)
+}
+
+// kindChanged applies what changed of the objects of kind since the last seen (cur: all of them now),
+// for objects that are polled rather than pushed (deployment managers, alarms).
+func (ss *subscriberSet) kindChanged(kind Kind, cur map[string]Change) {
+	now := ss.clock.Now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	before := map[string]Change{}
 	for id, c := range ss.state {
-		if c.Kind == KindDeploymentManager {
+		if c.Kind == kind {
 			before[id] = c
 		}
 	}
-	ss.applyLocked(diff(before, cur, now))
+	ss.applyLocked(ss.diff(before, cur, now))
 }
 
 // sync starts a delivery for each new subscription and stops those of deleted ones. A subscription with
@@ -108,7 +118,7 @@ func (ss *subscriberSet) managersChanged(dms []*Entry) {
 func (ss *subscriberSet) sync(ctx context.Context) {
 	list, err := ss.store.List(ctx)
 	if err != nil {
-		ss.log.Warn("listing inventory subscriptions failed", zap.Error(err))
+		ss.log.Warn("listing subscriptions failed", zap.Error(err))
 		return
 	}
 	seen := map[string]bool{}
@@ -138,10 +148,10 @@ func (ss *subscriberSet) known(id string) bool {
 
 // join starts delivering to sub from its persisted progress (or from now).
 func (ss *subscriberSet) join(ctx context.Context, sub Subscription) {
-	var f query.Filter
+	var f any
 	if sub.Filter != "" {
 		var err error
-		if f, err = NotificationSchema.ParseFilter(sub.Filter); err != nil {
+		if f, err = ss.compile(sub.Filter); err != nil {
 			ss.log.Warn("subscription has a filter that does not parse; skipped", zap.String("subscription", sub.SubscriptionID))
 			return
 		}
@@ -159,7 +169,7 @@ func (ss *subscriberSet) join(ctx context.Context, sub Subscription) {
 	s := &subscriber{sub: sub, filter: f}
 	if found {
 		s.queue = newQueue(ss.queueLimit, progress, false, ss.clock)
-		missed := diff(progress, ss.state, ss.clock.Now())
+		missed := ss.diff(progress, ss.state, ss.clock.Now())
 		for _, c := range missed {
 			s.queue.push(c)
 		}
@@ -245,6 +255,15 @@ func (ss *subscriberSet) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(ss.metrics.depthDesc, prometheus.GaugeValue, float64(depth), id)
 		ch <- prometheus.MustNewConstMetric(ss.metrics.ageDesc, prometheus.GaugeValue, age, id)
 	}
+}
+
+// diff is what changed from before to now, in ss's order.
+func (ss *subscriberSet) diff(before, now map[string]Change, at time.Time) []Change {
+	changes := diff(before, now, at)
+	if ss.order != nil {
+		slices.SortStableFunc(changes, ss.order)
+	}
+	return changes
 }
 
 // diff is what changed from before to now, ordered as the view would have emitted it.

@@ -58,17 +58,34 @@ func (e *InvalidError) Error() string { return e.Message }
 // ErrSubscriptionNotFound: no subscription has that id.
 var ErrSubscriptionNotFound = errors.New("subscription not found")
 
-// TooManyError refuses a subscription beyond the cap (INVENTORY_MAX_SUBSCRIPTIONS).
-type TooManyError struct{ Max int }
+// TooManyError refuses a subscription beyond the cap (Env: INVENTORY_MAX_SUBSCRIPTIONS, or the kind's
+// own).
+type TooManyError struct {
+	Max int
+	Env string
+}
 
 func (e *TooManyError) Error() string {
-	return fmt.Sprintf("there are already %d subscriptions, the most this O-Cloud keeps (INVENTORY_MAX_SUBSCRIPTIONS); delete one first", e.Max)
+	env := e.Env
+	if env == "" {
+		env = "INVENTORY_MAX_SUBSCRIPTIONS"
+	}
+	return fmt.Sprintf("there are already %d subscriptions, the most this O-Cloud keeps (%s); delete one first", e.Max, env)
 }
 
 // Validate checks what the caller may send: an absolute http or https callback with a host and no
 // credentials or fragment, a consumerSubscriptionId that is a UUID, a filter that parses. The id is
 // the O-Cloud's to allocate (readOnly): one sent is refused.
-func (s *Subscription) Validate() error {
+func (s *Subscription) Validate() error { return s.ValidateWith(inventoryFilter) }
+
+// inventoryFilter checks an inventory subscription's filter: it parses on NotificationSchema.
+func inventoryFilter(filter string) error {
+	_, err := NotificationSchema.ParseFilter(filter)
+	return err
+}
+
+// ValidateWith is Validate with checkFilter deciding the filter (the kind of subscription's own).
+func (s *Subscription) ValidateWith(checkFilter func(string) error) error {
 	if s.SubscriptionID != "" {
 		return &InvalidError{"subscriptionId is allocated by the O-Cloud (readOnly); do not send it"}
 	}
@@ -101,7 +118,7 @@ func (s *Subscription) Validate() error {
 		}
 	}
 	if s.Filter != "" {
-		if _, err := NotificationSchema.ParseFilter(s.Filter); err != nil {
+		if err := checkFilter(s.Filter); err != nil {
 			return &InvalidError{fmt.Sprintf("filter: %v", err)}
 		}
 	}
@@ -112,6 +129,7 @@ func (s *Subscription) Validate() error {
 type SubscriptionStore struct {
 	kube      kubernetes.Interface
 	namespace string
+	kind      SubscriptionKind
 	// max bounds how many are stored (0: no bound).
 	max int
 	// policy decides which callbacks may be stored (nil: callback.Default()).
@@ -119,14 +137,47 @@ type SubscriptionStore struct {
 	// baseline is what a new subscription has "been told" at creation: stored with it, so every change
 	// after the 201 is a difference from it — even one made before any notifier (on whichever replica
 	// leads, after however many restarts) has picked the subscription up.
-	baseline func() map[string]storedObject
+	baseline func(context.Context) (map[string]storedObject, error)
+}
+
+// SubscriptionKind is what tells one API's subscriptions from another's in the same namespace: their
+// ConfigMaps' name prefix and label, the filter they accept and the variable that caps them.
+type SubscriptionKind struct {
+	Prefix      string
+	Label       string
+	CheckFilter func(string) error
+	MaxEnv      string
+}
+
+// InventorySubscriptions is the inventory API's kind of subscription.
+var InventorySubscriptions = SubscriptionKind{Prefix: subscriptionPrefix, Label: SubscriptionLabel,
+	CheckFilter: inventoryFilter, MaxEnv: "INVENTORY_MAX_SUBSCRIPTIONS"}
+
+// WithKind stores subscriptions of another kind than the inventory's (the alarms').
+func (st *SubscriptionStore) WithKind(k SubscriptionKind) *SubscriptionStore {
+	st.kind = k
+	return st
+}
+
+// WithBaselineFunc stores with each new subscription the objects objs answers as its starting progress;
+// a creation whose baseline cannot be read fails (without it a change made before the leader's notifier
+// first polls would be missed).
+func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[string]Change, error)) *SubscriptionStore {
+	st.baseline = func(ctx context.Context) (map[string]storedObject, error) {
+		cur, err := objs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return stored(cur), nil
+	}
+	return st
 }
 
 // WithBaseline stores with each new subscription the view's objects (and the deployment managers, when
 // they can be read) as its starting progress. Without it, a subscription starts from whatever the
 // leader's notifier sees when it first polls, and a change in between would be missed.
 func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry, error)) *SubscriptionStore {
-	st.baseline = func() map[string]storedObject {
+	st.baseline = func(context.Context) (map[string]storedObject, error) {
 		objs := view.Objects()
 		if managers != nil {
 			// Unknown managers are left out: at worst each is notified as created once more.
@@ -136,7 +187,7 @@ func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry,
 				}
 			}
 		}
-		return stored(objs)
+		return stored(objs), nil
 	}
 	return st
 }
@@ -167,13 +218,13 @@ func stored(told map[string]Change) map[string]storedObject {
 
 // NewSubscriptionStore stores in namespace (the operator's).
 func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *SubscriptionStore {
-	return &SubscriptionStore{kube: kube, namespace: namespace}
+	return &SubscriptionStore{kube: kube, namespace: namespace, kind: InventorySubscriptions}
 }
 
 // Create allocates the id (a random UUID: a subscription is a new thing, not derived from one) and
 // stores the subscription.
 func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscription, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateWith(st.kind.CheckFilter); err != nil {
 		return Subscription{}, err
 	}
 	policy := st.policy
@@ -192,7 +243,7 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 			return Subscription{}, err
 		}
 		if len(existing) >= st.max {
-			return Subscription{}, &TooManyError{Max: st.max}
+			return Subscription{}, &TooManyError{Max: st.max, Env: st.kind.MaxEnv}
 		}
 	}
 	s.SubscriptionID = uuid.NewString()
@@ -202,13 +253,17 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: subscriptionPrefix + s.SubscriptionID, Namespace: st.namespace,
-			Labels: map[string]string{SubscriptionLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Name: st.kind.Prefix + s.SubscriptionID, Namespace: st.namespace,
+			Labels: map[string]string{st.kind.Label: "true", "app.kubernetes.io/name": "o2ims-operator"},
 		},
 		Data: map[string]string{subscriptionKey: string(data)},
 	}
 	if st.baseline != nil {
-		progress, err := encodeProgress(st.baseline())
+		objs, err := st.baseline(ctx)
+		if err != nil {
+			return Subscription{}, err
+		}
+		progress, err := encodeProgress(objs)
 		if err != nil {
 			return Subscription{}, err
 		}
@@ -222,14 +277,14 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 
 // Get reads one subscription.
 func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Subscription{}, ErrSubscriptionNotFound
 	}
 	if err != nil {
 		return Subscription{}, err
 	}
-	s, ok := decodeSubscription(cm)
+	s, ok := st.decode(cm)
 	if !ok {
 		return Subscription{}, ErrSubscriptionNotFound
 	}
@@ -238,13 +293,13 @@ func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, 
 
 // List reads every subscription, sorted by id. A ConfigMap that does not hold one is skipped.
 func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
-	list, err := st.kube.CoreV1().ConfigMaps(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: SubscriptionLabel + "=true"})
+	list, err := st.kube.CoreV1().ConfigMaps(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: st.kind.Label + "=true"})
 	if err != nil {
 		return nil, err
 	}
 	var out []Subscription
 	for i := range list.Items {
-		if s, ok := decodeSubscription(&list.Items[i]); ok {
+		if s, ok := st.decode(&list.Items[i]); ok {
 			out = append(out, s)
 		}
 	}
@@ -254,16 +309,16 @@ func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
 
 // Delete removes a subscription (ErrSubscriptionNotFound when there is none).
 func (st *SubscriptionStore) Delete(ctx context.Context, id string) error {
-	err := st.kube.CoreV1().ConfigMaps(st.namespace).Delete(ctx, subscriptionPrefix+id, metav1.DeleteOptions{})
+	err := st.kube.CoreV1().ConfigMaps(st.namespace).Delete(ctx, st.kind.Prefix+id, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return ErrSubscriptionNotFound
 	}
 	return err
 }
 
-func decodeSubscription(cm *corev1.ConfigMap) (Subscription, bool) {
+func (st *SubscriptionStore) decode(cm *corev1.ConfigMap) (Subscription, bool) {
 	var s Subscription
-	if json.Unmarshal([]byte(cm.Data[subscriptionKey]), &s) != nil || subscriptionPrefix+s.SubscriptionID != cm.Name || s.Callback == "" {
+	if json.Unmarshal([]byte(cm.Data[subscriptionKey]), &s) != nil || st.kind.Prefix+s.SubscriptionID != cm.Name || s.Callback == "" {
 		return Subscription{}, false
 	}
 	return s, true
@@ -303,7 +358,7 @@ func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs m
 		return err
 	}
 	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
-	cm, err := cms.Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	cm, err := cms.Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -336,7 +391,7 @@ func encodeProgress(objs map[string]storedObject) ([]byte, error) {
 // LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
 // which is logged by the caller's absence of changes: it then starts from now).
 func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]Change, bool, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, subscriptionPrefix+id, metav1.GetOptions{})
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false, nil
 	}

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
@@ -80,7 +81,17 @@ func TestRealPrometheusFiresTheShippedAlerts(t *testing.T) {
 	op, err := st.StartOperator(ctx, nil)
 	require.NoError(t, err)
 
-	prom := startPrometheus(t, promBin, dir, strings.TrimPrefix(op.HealthURL, "http://"))
+	// Debian's Alertmanager with the shipped route and receiver (its webhook pointed at this operator's
+	// NBI, plain HTTP on loopback without authentication here), where it is installed.
+	var am string
+	if amBin := LookupAlertmanager(t); amBin != "" {
+		tokenFile := filepath.Join(dir, "am-token")
+		require.NoError(t, os.WriteFile(tokenFile, []byte("unused-without-NBI_AUTH"), 0o600))
+		am = StartAlertmanager(t, amBin, ShippedAlertmanagerConfig(t, op.NBIURL, alarmsapi.AlertmanagerPath, tokenFile, ""))
+	} else {
+		t.Log(alertmanagerAbsent + ": the Alertmanager half of this test is skipped")
+	}
+	prom := startPrometheus(t, promBin, dir, strings.TrimPrefix(op.HealthURL, "http://"), strings.TrimPrefix(am, "http://"))
 	t.Logf("stack, operator and Prometheus up after %s", time.Since(start).Round(time.Millisecond))
 
 	// Every rule evaluates cleanly against the real series, and nothing fires on a healthy system.
@@ -106,6 +117,10 @@ func TestRealPrometheusFiresTheShippedAlerts(t *testing.T) {
 	t.Logf("O2IMSProvisioningRequestStuck firing %s after the request was submitted", took.Round(time.Millisecond))
 	assert.GreaterOrEqual(t, took, testCreationTimeout/2-time.Second, "not before half of CREATION_TIMEOUT")
 	assert.NotContains(t, names(prom.firing(t)), "O2IMSHostQuarantined", "no quarantine yet")
+	if am != "" {
+		a := waitAlertAlarm(t, op.NBIURL, "O2IMSProvisioningRequestStuck", 30*time.Second, false)
+		assert.EqualValues(t, 3, a["perceivedSeverity"], "warning")
+	}
 
 	// A request whose only matching host has bad BMC credentials: the host is quarantined.
 	quarantineAt := time.Now()
@@ -123,6 +138,12 @@ func TestRealPrometheusFiresTheShippedAlerts(t *testing.T) {
 
 	// The stuck request's budget runs out: it fails, and the failing alert fires.
 	prom.waitAlert(t, "O2IMSProvisioningRequestsFailing", testCreationTimeout+30*time.Second)
+	if am != "" {
+		// Failed, the requests are no longer stuck (the quarantined one fails on its own budget): the
+		// alert resolves, and its alarm clears.
+		waitAlertAlarm(t, op.NBIURL, "O2IMSProvisioningRequestStuck", 90*time.Second, true)
+		waitAlertAlarm(t, op.NBIURL, "O2IMSProvisioningRequestsFailing", 30*time.Second, false)
+	}
 	firing := names(prom.firing(t))
 	for _, a := range []string{"O2IMSOperatorAbsent", "O2IMSOperatorNotReady", "O2IMSOperatorNoLeader", "O2IMSNetBoxUnreachable",
 		"O2IMSNetBoxErrors", "O2IMSNorthboundErrors", "O2IMSEventsDropped", "O2IMSEventWritesFailing", "O2IMSHandlerErrorsSustained"} {
@@ -147,7 +168,7 @@ type promServer struct {
 
 // startPrometheus runs Prometheus on a loopback port with its own data directory, the shipped rules (every
 // `for` at 0s) and one scrape job on target, every second.
-func startPrometheus(t *testing.T, bin, dir, target string) *promServer {
+func startPrometheus(t *testing.T, bin, dir, target, alertmanager string) *promServer {
 	t.Helper()
 	rules, err := LoadRules()
 	require.NoError(t, err)
@@ -164,6 +185,13 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, rulesPath, target)
+	if alertmanager != "" {
+		config += fmt.Sprintf(`alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: [%q]
+`, alertmanager)
+	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
 	ports, err := kubeapi.FreePorts(1)
@@ -375,4 +403,28 @@ func assertExposed(t *testing.T, healthURL string) {
 	for m := range usedMetrics(rules) {
 		assert.True(t, exposed[m], "the rules read %s, which the operator does not expose", m)
 	}
+}
+
+// waitAlertAlarm waits for the alarm the NBI holds of alert (Alertmanager's webhook: extensions.alertname),
+// cleared or active, and answers it.
+func waitAlertAlarm(t *testing.T, nbiURL, alert string, timeout time.Duration, cleared bool) map[string]any {
+	t.Helper()
+	list := nbiURL + alarmsapi.Root + "/v1/alarms?filter=" + url.QueryEscape("(eq,extensions/alertname,"+alert+")")
+	var got map[string]any
+	waitFor(t, timeout, fmt.Sprintf("the alarm of %s (cleared: %v) from Alertmanager's webhook", alert, cleared), func() (bool, string) {
+		resp, err := http.Get(list)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		var alarms []map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&alarms); err != nil || len(alarms) != 1 {
+			return false, fmt.Sprintf("%s: %d alarms (%v)", resp.Status, len(alarms), err)
+		}
+		got = alarms[0]
+		_, isCleared := got["alarmClearedTime"]
+		return isCleared == cleared, fmt.Sprintf("cleared: %v", isCleared)
+	})
+	t.Logf("alarm %v of %s through Alertmanager's webhook, cleared: %v", got["alarmEventRecordId"], alert, cleared)
+	return got
 }

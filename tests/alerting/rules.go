@@ -1,6 +1,7 @@
 // Package alerting proves the shipped Prometheus rules (manifests/monitoring): promtool checks and unit
 // tests of every alert, the PrometheusRule kept identical to the plain rule file, a runbook section per
-// alert, and a real Prometheus server scraping the operator binary and firing the alerts.
+// alert, and a real Prometheus server scraping the operator binary and firing the alerts, through the real
+// Alertmanager with the shipped route (alertmanager.go) to the binary's alarms.
 package alerting
 
 import (

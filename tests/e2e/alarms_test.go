@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
 const monBase = "/o2ims-infrastructureMonitoring/v1"
@@ -102,4 +107,139 @@ spec:
 
 	log, _ := os.ReadFile(operator.Log)
 	assert.NotContains(t, strings.ToLower(string(log)), "forbidden", "the shipped roles lacked a permission")
+}
+
+// SIGKILL between two raises and their delivery: the restarted binary notifies both, in the order raised,
+// then the clearing — the alarm subscription's ConfigMap holds what the SMO was last told.
+func TestAlarmsUndeliveredAtSIGKILLAreNotifiedAfterRestartInOrder(t *testing.T) {
+	ctx := context.Background()
+	smoRecv := smo.New()
+	defer smoRecv.Close()
+	code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alarmSubscriptions", map[string]any{"callback": smoRecv.URL()})
+	require.Equal(t, http.StatusCreated, code, string(body))
+	var sub map[string]any
+	require.NoError(t, json.Unmarshal(body, &sub))
+	id := sub["alarmSubscriptionId"].(string)
+	defer func() { call(t, http.MethodDelete, operator.NBIURL+monBase+"/alarmSubscriptions/"+id, nil) }()
+	eventually(t, 10*time.Second, func() bool {
+		cm, err := st.API.AdminClientset().CoreV1().ConfigMaps("o2ims").Get(ctx, "o2ims-alarm-subscription-"+id, metav1.GetOptions{})
+		return err == nil && len(cm.BinaryData["progress.json.gz"]) > 0
+	}, "the subscription's progress was never written")
+
+	post := func(fingerprint, alertname, status string) {
+		t.Helper()
+		code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alertmanager", map[string]any{
+			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
+			"alerts": []any{map[string]any{"status": status, "fingerprint": fingerprint,
+				"labels":   map[string]string{"alertname": alertname, "severity": "warning"},
+				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
+		})
+		require.Equal(t, http.StatusNoContent, code, string(body))
+	}
+	smoRecv.Fail(http.StatusServiceUnavailable)
+	post("e2ekill01", "O2IMSKillFirst", "firing")
+	time.Sleep(20 * time.Millisecond) // a later alarmChangedTime (milliseconds)
+	post("e2ekill02", "O2IMSKillSecond", "firing")
+	defer post("e2ekill02", "O2IMSKillSecond", "resolved")
+	eventually(t, 20*time.Second, func() bool { return smoRecv.Attempts() > 0 }, "the raise was never tried")
+
+	operator.Kill()
+	restarted, err := st.StartOperator(ctx, map[string]string{"PROVISIONING_REQUEST_SELECTOR": "!" + privateLabel})
+	require.NoError(t, err)
+	operator = restarted
+	smoRecv.Fail(0)
+	post("e2ekill01", "O2IMSKillFirst", "resolved")
+
+	events := func() []string {
+		var out []string
+		for _, n := range smoRecv.Notifications() {
+			ext, _ := n.Body["extensions"].(map[string]any)
+			if name, _ := ext["alertname"].(string); strings.HasPrefix(name, "O2IMSKill") {
+				out = append(out, fmt.Sprintf("%v %s", n.Body["notificationEventType"], name))
+			}
+		}
+		return out
+	}
+	eventually(t, 60*time.Second, func() bool { return len(events()) >= 3 }, "not all delivered after the restart: %v", lazy(func() string { return fmt.Sprint(events()) }))
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, []string{"0 O2IMSKillFirst", "0 O2IMSKillSecond", "2 O2IMSKillFirst"}, events(),
+		"raised before the SIGKILL, delivered after it in the order raised, then the clearing; nothing twice")
+}
+
+// Failover of the alarm notifications between two leader-elected binaries (as manifests/ha runs them; the
+// shared operator, which is not leader-elected and would deliver too, stopped meanwhile): an alert raised
+// while the callback refuses is being delivered by the leader when it is SIGKILLed; the survivor takes the
+// Lease and delivers it from the subscription's persisted progress, then its clearing; nothing twice.
+func TestAlarmNotificationsFailOverToTheSurvivingReplica(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, operator.Stop(10*time.Second))
+	defer func() {
+		restarted, err := st.StartOperator(ctx, map[string]string{"PROVISIONING_REQUEST_SELECTOR": "!" + privateLabel})
+		require.NoError(t, err)
+		operator = restarted
+	}()
+	env := map[string]string{"PROVISIONING_REQUEST_SELECTOR": privateLabel + "=alarm-failover"}
+	args := []string{"--leader-elect", "--leader-elect-id=e2e-alarm-failover"}
+	a, err := st.StartOperatorWith(ctx, env, args)
+	require.NoError(t, err)
+	defer func() { _ = a.Stop(5 * time.Second) }()
+	b, err := st.StartOperatorWith(ctx, env, args)
+	require.NoError(t, err)
+	defer func() { _ = b.Stop(5 * time.Second) }()
+	var leader, survivor *stack.Operator
+	eventually(t, 30*time.Second, func() bool {
+		ma, errA := a.Scrape()
+		mb, errB := b.Scrape()
+		if errA != nil || errB != nil {
+			return false
+		}
+		switch la, lb := ma.Sum("leader_election_master_status", nil), mb.Sum("leader_election_master_status", nil); {
+		case la == 1 && lb == 0:
+			leader, survivor = a, b
+		case la == 0 && lb == 1:
+			leader, survivor = b, a
+		}
+		return leader != nil
+	}, "never exactly one leader")
+
+	smoRecv := smo.New()
+	defer smoRecv.Close()
+	// Subscribed through the replica that does not lead: the leader's poll finds it.
+	code, _, body := call(t, http.MethodPost, survivor.NBIURL+monBase+"/alarmSubscriptions", map[string]any{"callback": smoRecv.URL()})
+	require.Equal(t, http.StatusCreated, code, string(body))
+	var sub map[string]any
+	require.NoError(t, json.Unmarshal(body, &sub))
+	id := sub["alarmSubscriptionId"].(string)
+	defer func() { call(t, http.MethodDelete, survivor.NBIURL+monBase+"/alarmSubscriptions/"+id, nil) }()
+
+	post := func(nbiURL, status string) {
+		t.Helper()
+		code, _, body := call(t, http.MethodPost, nbiURL+monBase+"/alertmanager", map[string]any{
+			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
+			"alerts": []any{map[string]any{"status": status, "fingerprint": "e2efailover01",
+				"labels":   map[string]string{"alertname": "O2IMSFailoverAlert", "severity": "warning"},
+				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
+		})
+		require.Equal(t, http.StatusNoContent, code, string(body))
+	}
+	smoRecv.Fail(http.StatusServiceUnavailable)
+	post(leader.NBIURL, "firing")
+	eventually(t, 30*time.Second, func() bool { return smoRecv.Attempts() > 0 }, "the leader never tried the raise")
+	leader.Kill()
+	smoRecv.Fail(0)
+	events := func() []string {
+		var out []string
+		for _, n := range smoRecv.Notifications() {
+			ext, _ := n.Body["extensions"].(map[string]any)
+			if ext["alertname"] == "O2IMSFailoverAlert" {
+				out = append(out, fmt.Sprint(n.Body["notificationEventType"]))
+			}
+		}
+		return out
+	}
+	eventually(t, leaseDuration+30*time.Second, func() bool { return len(events()) >= 1 }, "the survivor never delivered the raise")
+	post(survivor.NBIURL, "resolved")
+	eventually(t, 30*time.Second, func() bool { return len(events()) >= 2 }, "the clearing was never delivered")
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, []string{"0", "2"}, events(), "NEW by the survivor after the failover, then CLEAR; nothing twice")
 }

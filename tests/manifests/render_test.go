@@ -56,7 +56,9 @@ var parts = map[string]part{
 		objects: []string{"PodDisruptionBudget/o2ims/o2ims-operator"},
 	},
 	"monitoring": {
-		objects: []string{"ServiceMonitor/o2ims/o2ims-operator", "PrometheusRule/o2ims/o2ims-operator", "ConfigMap/o2ims/o2ims-operator-dashboard"},
+		objects: []string{"ServiceMonitor/o2ims/o2ims-operator", "PrometheusRule/o2ims/o2ims-operator", "ConfigMap/o2ims/o2ims-operator-dashboard",
+			"ServiceAccount/o2ims/o2ims-operator-alertmanager", "Secret/o2ims/o2ims-operator-alertmanager-token",
+			"ClusterRole//o2ims-operator-alertmanager", "ClusterRoleBinding//o2ims-operator-alertmanager"},
 	},
 }
 

@@ -61,3 +61,14 @@ func CheckAlertmanagerNotification(t testing.TB, body []byte) {
 	ref.mu.Unlock()
 	require.True(t, ok, "not an AlertmanagerNotification: %s\n%s", describe(errs), body)
 }
+
+// CheckAlarmNotification checks a notification's body against the alarms reference's
+// AlarmEventNotification.
+func CheckAlarmNotification(t testing.TB, body []byte) {
+	t.Helper()
+	ref := LoadAlarmsReference(t)
+	ref.mu.Lock()
+	ok, errs := ref.schemas.ValidateSchemaBytes(ref.notice, body)
+	ref.mu.Unlock()
+	require.True(t, ok, "not an AlarmEventNotification: %s\n%s", describe(errs), body)
+}
