@@ -52,9 +52,14 @@ func (a *authenticator) Now() time.Time {
 }
 
 type grantKey struct {
-	token      [32]byte
-	verb, name string
+	token [32]byte
+	access
 }
+
+// access is what one SubjectAccessReview asks: verb on provisioningrequests (named when name is set), or,
+// with path set, verb on that non-resource URL (a ClusterRole's nonResourceURLs), which grants nothing
+// in the API server itself.
+type access struct{ verb, name, path string }
 
 func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger) *authenticator {
 	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now}
@@ -76,7 +81,22 @@ func (a *authenticator) authorize(ctx context.Context, r *http.Request, verb, na
 	if err != nil || verb == "" {
 		return err
 	}
-	return a.allowed(ctx, key, user, verb, name)
+	return a.allowed(ctx, key, user, access{verb: verb, name: name})
+}
+
+// authorizeURL checks the request's bearer token and that its user may perform the request's method
+// (lowercased: post, get…) on its path as a non-resource URL.
+func (a *authenticator) authorizeURL(ctx context.Context, r *http.Request) error {
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+	}
+	key := sha256.Sum256([]byte(token))
+	user, err := a.authenticate(ctx, key, token)
+	if err != nil {
+		return err
+	}
+	return a.allowed(ctx, key, user, access{verb: strings.ToLower(r.Method), path: r.URL.Path})
 }
 
 func bearerToken(header string) (string, bool) {
@@ -112,8 +132,8 @@ func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token st
 	return review.Status.User, nil
 }
 
-func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.UserInfo, verb, name string) error {
-	gk := grantKey{key, verb, name}
+func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.UserInfo, acc access) error {
+	gk := grantKey{key, acc}
 	if _, ok := a.grants.Get(gk); ok {
 		return nil
 	}
@@ -123,26 +143,26 @@ func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
-		Spec: authzv1.SubjectAccessReviewSpec{
-			User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra,
-			ResourceAttributes: &authzv1.ResourceAttributes{
-				Group:    v1alpha1.Group,
-				Version:  v1alpha1.Version,
-				Resource: v1alpha1.Resource,
-				Verb:     verb,
-				Name:     name,
-			},
-		},
-	}, metav1.CreateOptions{})
+	spec := authzv1.SubjectAccessReviewSpec{User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra}
+	if acc.path != "" {
+		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: acc.path, Verb: acc.verb}
+	} else {
+		spec.ResourceAttributes = &authzv1.ResourceAttributes{
+			Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: v1alpha1.Resource, Verb: acc.verb, Name: acc.name,
+		}
+	}
+	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return reviewFailed("SubjectAccessReview", err)
 	}
 	if !review.Status.Allowed || review.Status.Denied {
-		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", verb),
-			zap.String("reason", review.Status.Reason))
+		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", acc.verb),
+			zap.String("path", acc.path), zap.String("reason", review.Status.Reason))
+		if acc.path != "" {
+			return NewProblem(http.StatusForbidden, "user %q may not %s the non-resource URL %s", user.Username, acc.verb, acc.path)
+		}
 		return NewProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
-			user.Username, verb, v1alpha1.Group)
+			user.Username, acc.verb, v1alpha1.Group)
 	}
 	a.grants.Add(gk, struct{}{}, reviewTTL)
 	return nil

@@ -17,7 +17,7 @@ func TestTheReviewCacheIsBounded(t *testing.T) {
 	a.now = func() time.Time { return now }
 	for i := 0; i < reviewCacheLimit*2; i++ {
 		a.users.Add(sha256.Sum256([]byte(strconv.Itoa(i))), authnv1.UserInfo{Username: strconv.Itoa(i)}, reviewTTL)
-		a.grants.Add(grantKey{verb: "get", name: strconv.Itoa(i)}, struct{}{}, reviewTTL)
+		a.grants.Add(grantKey{access: access{verb: "get", name: strconv.Itoa(i)}}, struct{}{}, reviewTTL)
 	}
 	require.LessOrEqual(t, len(a.users.Keys()), reviewCacheLimit)
 	require.LessOrEqual(t, len(a.grants.Keys()), reviewCacheLimit)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -151,4 +152,62 @@ func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 func TestKubernetesAuthNeedsAClient(t *testing.T) {
 	_, err := newServer(nbi.Config{Auth: nbi.AuthKubernetes}, nbitest.NewMemStore(), nil, nil, nil, nil)
 	require.ErrorContains(t, err, "NBI_AUTH=kubernetes")
+}
+
+// hookAPI is one route authorised on its path (Mux.HandleURL), as Alertmanager's webhook is.
+type hookAPI struct{}
+
+const hookPath = "/test-hooks/alerts"
+
+func (hookAPI) Register(m *nbi.Mux) {
+	m.HandleURL("POST "+hookPath, func(w http.ResponseWriter, _ *http.Request) error {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	})
+}
+
+// A route authorised on its path asks for post on that non-resource URL: a grant on provisioningrequests
+// does not reach it, and its grant reaches nothing else.
+func TestARouteAuthorisedOnItsPathNeedsExactlyThatGrant(t *testing.T) {
+	e := nbitest.NewEnv(t, func(e *nbitest.Env) []nbi.API {
+		return []nbi.API{mustProvisioning(t, e.Store, e.Dyn), hookAPI{}}
+	}, nbitest.WithKubernetesAuth)
+	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
+	token, err := kapi.ServiceAccountToken(ctx, "monitoring", "hook-sender", "")
+	require.NoError(t, err)
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "hook-sender"}
+	grant := func(name string, rule rbacv1.PolicyRule) {
+		_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+		require.NoError(t, kapi.BindClusterRole(ctx, name, name, sa))
+	}
+	post := func() *nbitest.Exchange {
+		return e.Do(http.MethodPost, hookPath, []byte(`{}`), nbitest.Bearer(token)...)
+	}
+
+	require.Equal(t, http.StatusUnauthorized, e.Do(http.MethodPost, hookPath, []byte(`{}`)).Code())
+	require.Equal(t, http.StatusForbidden, post().Code(), "no grant")
+
+	grant("nbi-test-hook-create", rbacv1.PolicyRule{
+		APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource}, Verbs: []string{"create"}})
+	require.Eventually(t, func() bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:monitoring:hook-sender", Groups: []string{"system:serviceaccounts"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Group: v1alpha1.Group, Resource: v1alpha1.Resource, Verb: "create"},
+		}}, metav1.CreateOptions{})
+		return err == nil && sar.Status.Allowed
+	}, 30*time.Second, 100*time.Millisecond, "the API server has the create grant")
+	require.Equal(t, http.StatusForbidden, post().Code(), "create on provisioningrequests does not reach the route")
+
+	grant("nbi-test-hook-url", rbacv1.PolicyRule{NonResourceURLs: []string{hookPath}, Verbs: []string{"post"}})
+	require.Eventually(t, func() bool { return post().Code() == http.StatusNoContent }, 30*time.Second, 100*time.Millisecond,
+		"post on the non-resource URL reaches the route")
+	require.Equal(t, http.StatusForbidden, e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(token)...).Code(),
+		"the path's grant reaches nothing else")
+	e.RequireNoSecretsLogged(token)
 }

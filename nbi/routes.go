@@ -50,6 +50,12 @@ func (m *Mux) Root(path string, render Renderer) {
 // (when authentication is on), and an error op returns is answered as ProblemDetails.
 func (m *Mux) Handle(pattern, verb string, op Op) { m.s.mux.Handle(pattern, m.s.route(verb, op)) }
 
+// HandleURL routes pattern to op with the caller authorised for the request's method on its path as a
+// non-resource URL (a ClusterRole's nonResourceURLs, e.g. verbs [post]) instead of on
+// provisioningrequests: for a caller that must reach this route and nothing of the API server's, as
+// Alertmanager's webhook.
+func (m *Mux) HandleURL(pattern string, op Op) { m.s.mux.Handle(pattern, m.s.routeURL(op)) }
+
 // Config is the server's configuration (page size, API-server call timeout, the chain's rules).
 func (m *Mux) Config() Config { return m.s.cfg }
 
@@ -59,6 +65,21 @@ func (m *Mux) Log() *zap.Logger { return m.s.log }
 // Write answers code with body encoded as the caller accepts it (see Server.write).
 func (m *Mux) Write(w http.ResponseWriter, r *http.Request, code int, body any) {
 	m.s.write(w, r, code, body)
+}
+
+// routeURL wraps an operation authorised on its path (HandleURL).
+func (s *Server) routeURL(op Op) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.auth != nil {
+			if err := s.auth.authorizeURL(r.Context(), r); err != nil {
+				s.writeProblem(w, r, AsProblem(err))
+				return
+			}
+		}
+		if err := op(w, r); err != nil {
+			s.writeProblem(w, r, AsProblem(err))
+		}
+	})
 }
 
 // route wraps an operation: the caller is authorised for verb first (when authentication is on), and an

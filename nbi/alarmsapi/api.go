@@ -57,7 +57,7 @@ func (a *API) Register(m *nbi.Mux) {
 		a.registerSubscriptions(m)
 	}
 	if a.alerts != nil {
-		m.Handle("POST "+AlertmanagerPath, nbi.VerbCreate, a.receive)
+		m.HandleURL("POST "+AlertmanagerPath, a.receive)
 	}
 }
 

@@ -60,7 +60,8 @@ type amWebhook struct {
 // webhook receiver — the nbi-tls Service's name, namespace and port, https, alarmsapi.AlertmanagerPath —
 // with a bearer token; Debian's amtool accepts the file (where it is installed). The credentials it names
 // are the monitoring component's ServiceAccount, which the API server allows exactly what the NBI's
-// SubjectAccessReview asks of that route (create provisioningrequests), and nothing more.
+// SubjectAccessReview asks of that route (post on its path as a non-resource URL), and nothing more: not
+// even create on provisioningrequests.
 func TestAlertmanagerRouteReachesTheNBIWebhookWithCredentialsItsAuthAccepts(t *testing.T) {
 	root, err := kubeapi.RepoRoot()
 	require.NoError(t, err)
@@ -132,7 +133,7 @@ func TestAlertmanagerRouteReachesTheNBIWebhookWithCredentialsItsAuthAccepts(t *t
 		_, _ = kubectl(t, "delete", "--ignore-not-found", "-n", "o2ims", "-f", filepath.Join(root, "manifests", "monitoring", "objects", "alertmanager-credentials.yaml"))
 	})
 	// As the NBI checks a caller (nbi/auth.go): a TokenReview of its bearer token, then a
-	// SubjectAccessReview of the route's verb on provisioningrequests, cluster-wide.
+	// SubjectAccessReview of post on the route's path as a non-resource URL (nbi.Mux.HandleURL).
 	token, err := api.ServiceAccountToken(ctx, "o2ims", "o2ims-operator-alertmanager", "")
 	require.NoError(t, err)
 	cs := api.AdminClientset()
@@ -148,8 +149,17 @@ func TestAlertmanagerRouteReachesTheNBIWebhookWithCredentialsItsAuthAccepts(t *t
 		require.NoError(t, err)
 		return sar.Status.Allowed
 	}
-	assert.True(t, allowed(nbi.VerbCreate, v1alpha1.Resource), "the NBI would answer the webhook 403")
-	for _, verb := range []string{nbi.VerbList, nbi.VerbUpdate, nbi.VerbDelete, nbi.VerbGet} {
+	allowedURL := func(verb, path string) bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: user.Username, Groups: user.Groups, UID: user.UID,
+			NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: verb},
+		}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return sar.Status.Allowed
+	}
+	assert.True(t, allowedURL("post", alarmsapi.AlertmanagerPath), "the NBI would answer the webhook 403")
+	assert.False(t, allowedURL("get", alarmsapi.Root+"/v1/alarms"), "Alertmanager's token may read the alarms")
+	for _, verb := range []string{nbi.VerbCreate, nbi.VerbList, nbi.VerbUpdate, nbi.VerbDelete, nbi.VerbGet} {
 		assert.False(t, allowed(verb, v1alpha1.Resource), "Alertmanager's token may %s provisioningrequests", verb)
 	}
 	out, err = kubectl(t, "auth", "can-i", "create", "secrets", "-n", "o2ims", "--as="+user.Username)
