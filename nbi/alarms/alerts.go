@@ -75,9 +75,9 @@ func NewReceiver(cfg inventory.Config, facts Facts) *Receiver {
 	return &Receiver{cfg: cfg, facts: facts}
 }
 
-// Apply raises, updates or clears the alarm of each alert at now; it reports whether s changed and which
-// alarms it raised and cleared.
-func (rc *Receiver) Apply(s *State, n *AlertNotification, now time.Time) (changed bool, raised, cleared int) {
+// Apply raises, updates or clears the alarm of each alert at now; it reports whether s changed, how many
+// alarms it raised and cleared, and how many alerts it dropped (MaxAlarms, MaxAlertAlarms).
+func (rc *Receiver) Apply(s *State, n *AlertNotification, now time.Time) (changed bool, raised, cleared, dropped int) {
 	var dmOf map[string]string
 	for _, al := range n.Alerts {
 		id := AlarmID(rc.cfg, AlertFiring, fingerprint(al))
@@ -97,7 +97,8 @@ func (rc *Receiver) Apply(s *State, n *AlertNotification, now time.Time) (change
 		sev := alertSeverity(al.Labels["severity"])
 		switch {
 		case !ok || !stored.Active():
-			if !ok && s.Active() >= MaxAlarms {
+			if (!ok && s.Active() >= MaxAlarms) || s.ActiveOf(AlertFiring) >= MaxAlertAlarms {
+				dropped++
 				continue
 			}
 			raisedAt := al.StartsAt.UTC()
@@ -113,7 +114,7 @@ func (rc *Receiver) Apply(s *State, n *AlertNotification, now time.Time) (change
 			changed = true
 		}
 	}
-	return changed, raised, cleared
+	return changed, raised, cleared, dropped
 }
 
 // fault is what an alert names, as a Fault of AlertFiring.

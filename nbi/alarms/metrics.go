@@ -82,10 +82,11 @@ func (m *Metrics) Cleared(def *Definition, manual bool) {
 
 // Counted counts alarms of def raised and cleared automatically outside the raiser (the Alertmanager
 // receiver).
-func (m *Metrics) Counted(def *Definition, raised, cleared int) {
+func (m *Metrics) Counted(def *Definition, raised, cleared, dropped int) {
 	if m == nil {
 		return
 	}
 	m.raised.WithLabelValues(def.Name).Add(float64(raised))
 	m.cleared.WithLabelValues(def.Name, "automatic").Add(float64(cleared))
+	m.dropped.Add(float64(dropped))
 }

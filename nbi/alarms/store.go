@@ -32,9 +32,16 @@ const (
 	updateAttempts = 5
 )
 
-// MaxAlarms is the hard cap of stored alarms. Cleared ones beyond it go first, oldest first; a new
-// alarm beyond it with only active ones stored is not raised (o2ims_alarms_dropped_total counts it).
+// MaxAlarms is the hard cap of stored alarms. Cleared ones beyond it go first, oldest first (never one
+// held cleared by hand: its fault still lasts); a new alarm beyond it with only active ones stored is not
+// raised (o2ims_alarms_dropped_total counts it).
 const MaxAlarms = 2000
+
+// MaxAlertAlarms caps the active alarms of Alertmanager's alerts (PrometheusAlertFiring) within MaxAlarms,
+// so a webhook caller cannot take the room the operator's own faults need; beyond it an alert is not
+// raised and o2ims_alarms_dropped_total counts it. An alert's alarm is far larger than the operator's
+// (labels and annotations), which this also bounds.
+const MaxAlertAlarms = 200
 
 // Retention: cleared alarms are kept retentionPeriod days (the reference's least: 1).
 const (
@@ -48,10 +55,18 @@ type ServiceConfig struct {
 	Extensions      map[string]any `json:"extensions"`
 }
 
-// Validate refuses a retention period below 1 day or above MaxRetentionDays.
+// maxExtensionsBytes bounds the configuration's free extensions as JSON: merge patches add to them, and
+// they share the alarms' ConfigMap.
+const maxExtensionsBytes = 16 << 10
+
+// Validate refuses a retention period below 1 day or above MaxRetentionDays, and extensions beyond
+// maxExtensionsBytes.
 func (c ServiceConfig) Validate() error {
 	if c.RetentionPeriod < 1 || c.RetentionPeriod > MaxRetentionDays {
 		return fmt.Errorf("retentionPeriod %d: want a whole number of days from 1 to %d", c.RetentionPeriod, MaxRetentionDays)
+	}
+	if raw, err := json.Marshal(c.Extensions); err != nil || len(raw) > maxExtensionsBytes {
+		return fmt.Errorf("extensions: at most %d bytes of JSON", maxExtensionsBytes)
 	}
 	return nil
 }
@@ -94,6 +109,17 @@ func (s *State) Active() int {
 	return n
 }
 
+// ActiveOf counts the active alarms of def.
+func (s *State) ActiveOf(def *Definition) int {
+	n := 0
+	for _, a := range s.Alarms {
+		if a.Active() && a.DefinitionID == def.ID() {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *State) clone() *State {
 	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config, rv: s.rv, stored: s.stored}
 	for i, a := range s.Alarms {
@@ -107,15 +133,16 @@ func (s *State) clone() *State {
 }
 
 // prune drops cleared alarms older than the retention period, then the oldest cleared ones beyond
-// MaxAlarms; it reports whether it dropped any.
+// MaxAlarms; it reports whether it dropped any. An alarm held cleared by hand stays whatever its age: it
+// is what keeps its lasting fault from being raised again (bounded by the faults that last).
 func (s *State) prune(now time.Time) bool {
 	before := len(s.Alarms)
 	horizon := now.Add(-time.Duration(s.Config.RetentionPeriod) * 24 * time.Hour)
-	s.Alarms = slices.DeleteFunc(s.Alarms, func(a *Alarm) bool { return a.Cleared != nil && a.Cleared.Before(horizon) })
+	s.Alarms = slices.DeleteFunc(s.Alarms, func(a *Alarm) bool { return a.Cleared != nil && !a.Held && a.Cleared.Before(horizon) })
 	if over := len(s.Alarms) - MaxAlarms; over > 0 {
 		var cleared []*Alarm
 		for _, a := range s.Alarms {
-			if !a.Active() {
+			if !a.Active() && !a.Held {
 				cleared = append(cleared, a)
 			}
 		}
