@@ -148,7 +148,8 @@ func (o *Operator) syncCaches(s *session) (done bool, err error) {
 }
 
 // startWork leads at once without leader election, or campaigns for the lease and leads once it holds it.
-// The lease is released only after the passes have stopped (drain), so a successor never overlaps them.
+// The lease is released only after the passes and the leader's runnables have stopped or the drain
+// deadline has passed (drain), so a successor does not overlap them.
 func (o *Operator) startWork(s *session) error {
 	s.work, s.stopWork = context.WithCancel(context.Background())
 	s.atEnd(s.stopWork)

@@ -17,8 +17,10 @@ type Runnable interface {
 
 // LeaderElectionRunnable says where a Runnable runs. NeedLeaderElection true: only on the leader, started
 // when this replica starts leading (the caches are synced by then; without --leader-elect, as soon as
-// they are) and stopped when it stops, before the lease is released, so that two replicas never run it
-// at once. False: on every replica, from the end of the startup activities until the stop. A Runnable
+// they are) and stopped when it stops: its context is cancelled and its Start waited for until the drain
+// deadline, before the lease is released, so that two replicas do not run it at once — provided Start
+// returns promptly once its context ends (one still running at the deadline is logged, and the lease is
+// released anyway). False: on every replica, from the end of the startup activities until the stop. A Runnable
 // that does not implement it runs only on the leader, as with controller-runtime.
 type LeaderElectionRunnable interface {
 	NeedLeaderElection() bool
