@@ -31,10 +31,6 @@ type Metrics struct {
 // metricStates are the state label values, pending being "no state written yet".
 var metricStates = append([]string{"pending"}, v1alpha1.States...)
 
-// waitingForFreeHosts is how the hosts step says that the pool has no (more) free host matching a role's
-// selector; the pool-exhausted gauge counts progressing requests whose message says it.
-const waitingForFreeHosts = "waiting for free hosts"
-
 func newMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -107,7 +103,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 				if since, ok := m.inStateSince(u, s, st); ok {
 					oldest[s] = max(oldest[s], now.Sub(since).Seconds())
 				}
-				if s == v1alpha1.StateProgressing && strings.Contains(st.Message, waitingForFreeHosts) {
+				if s == v1alpha1.StateProgressing && strings.Contains(st.Message, v1alpha1.WaitingForFreeHosts) {
 					waiting++
 				}
 			}

@@ -14,6 +14,11 @@ const (
 // States are the CRD's enum, in its order.
 var States = []string{StateProgressing, StateFulfilled, StateFailed, StateDeleting}
 
+// WaitingForFreeHosts is the phrase of a progressing request's message while the pool has no (more) free
+// host matching one of its roles: written by the hosts step (handlers/hosts), read by the chain's
+// pool-exhausted gauge (handlers/metrics.go) and the PoolExhausted alarm (nbi/alarms), so one wording.
+const WaitingForFreeHosts = "waiting for free hosts"
+
 // Status field names: status.provisioningStatus.{provisioningState,provisioningMessage,provisioningUpdateTime},
 // status.provisionedResourceSet.{oCloudNodeClusterId,oCloudInfrastructureResourceIds} and status.extensions.
 const (

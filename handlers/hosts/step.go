@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
@@ -210,7 +211,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 		for _, role := range sortedRoles(chosen.missing) {
 			m = append(m, fmt.Sprintf("%d more for role %s", chosen.missing[role], role))
 		}
-		parts = append(parts, "waiting for free hosts: "+strings.Join(m, ", "))
+		parts = append(parts, v1alpha1.WaitingForFreeHosts+": "+strings.Join(m, ", "))
 	}
 	if reg.claimed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d available in Metal3", reg.available, total))

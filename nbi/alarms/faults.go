@@ -179,7 +179,7 @@ func (as *assessment) exhausted(oc inventory.Config, snap *inventory.Snapshot, r
 	var waiting []string
 	for _, u := range reqs {
 		st := v1alpha1.StatusOf(u)
-		if u.GetDeletionTimestamp() == nil && st.State == v1alpha1.StateProgressing && strings.Contains(st.Message, WaitingForFreeHosts) {
+		if u.GetDeletionTimestamp() == nil && st.State == v1alpha1.StateProgressing && strings.Contains(st.Message, v1alpha1.WaitingForFreeHosts) {
 			waiting = append(waiting, u.GetName())
 		}
 	}
@@ -200,10 +200,6 @@ func (as *assessment) exhausted(oc inventory.Config, snap *inventory.Snapshot, r
 				ExtReason: fmt.Sprintf("%d requests wait for free hosts; the pool has none", len(waiting))}})
 	}
 }
-
-// WaitingForFreeHosts is how the host step's message says a request waits for hosts no pool has free
-// (handlers/hosts summarise; the chain's pool-exhausted gauge reads the same words).
-const WaitingForFreeHosts = "waiting for free hosts"
 
 func freeHosts(resources []*inventory.Entry) int {
 	n := 0
