@@ -42,6 +42,10 @@ type subscriberSet struct {
 	clock      clock.PassiveClock
 	log        *zap.Logger
 
+	// syncing serialises sync: a poll that listed before a subscription was created must not stop the
+	// delivery syncNow has just started for it.
+	syncing sync.Mutex
+
 	mu     sync.Mutex
 	state  map[string]Change
 	subs   map[string]*subscriber
@@ -116,6 +120,8 @@ func (ss *subscriberSet) kindChanged(kind Kind, cur map[string]Change) {
 // of changes from now on. One whose progress cannot be read is retried at the next poll (starting it
 // without would lose what it missed).
 func (ss *subscriberSet) sync(ctx context.Context) {
+	ss.syncing.Lock()
+	defer ss.syncing.Unlock()
 	list, err := ss.store.List(ctx)
 	if err != nil {
 		ss.log.Warn("listing subscriptions failed", zap.Error(err))
@@ -163,8 +169,8 @@ func (ss *subscriberSet) join(ctx context.Context, sub Subscription) {
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if _, known := ss.subs[sub.SubscriptionID]; known {
-		return
+	if _, known := ss.subs[sub.SubscriptionID]; known || ss.ctx == nil {
+		return // known, or the set has ended: end's Wait must not race a new delivery's Add
 	}
 	s := &subscriber{sub: sub, filter: f}
 	if found {
