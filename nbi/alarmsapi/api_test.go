@@ -295,11 +295,28 @@ func TestServiceConfigurationAndRetention(t *testing.T) {
 	}
 	require.JSONEq(t, `{"retentionPeriod": 3, "extensions": {"owner": "ops"}}`, string(e.get(v1+"/alarmServiceConfiguration").Body))
 
-	// A cleared alarm older than the retention period is dropped; a younger one stays.
-	e.request("gone", "failed", "failed")
+	// An alarm cleared by hand is held while its fault lasts, whatever its age: dropping it would raise
+	// the lasting fault again as a new alarm.
+	req := e.request("gone", "failed", "failed")
 	e.evaluate()
 	id := e.only(alarms.RequestFailed)["alarmEventRecordId"].(string)
 	require.Equal(t, http.StatusOK, e.patch(v1+"/alarms/"+id, clear).Code())
+	e.advance(4 * 24 * time.Hour)
+	e.evaluate()
+	require.Len(t, e.alarmsOf(alarms.RequestFailed), 1, "held 4 days, its fault lasting")
+	e.requireCleared(id)
+
+	// Once its fault has gone it is held no more, and retention counts from its alarmClearedTime.
+	e.deleteRequest(req)
+	e.evaluate()
+	require.Empty(t, e.alarmsOf(alarms.RequestFailed), "its fault gone, cleared 4 days ago: dropped")
+
+	// A cleared alarm older than the retention period is dropped; a younger one stays.
+	req = e.request("young", "failed", "failed")
+	e.evaluate()
+	require.Len(t, e.alarmsOf(alarms.RequestFailed), 1)
+	e.deleteRequest(req)
+	e.evaluate()
 	e.advance(2 * 24 * time.Hour)
 	e.evaluate()
 	require.Len(t, e.alarmsOf(alarms.RequestFailed), 1, "cleared 2 days ago, kept 3")
