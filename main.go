@@ -447,7 +447,7 @@ func (w *wiring) addInventory() error {
 		return err
 	}
 	// The chain records the resource ids the inventory answers: the same O-Cloud id.
-	w.hostStep = hosts.New(handlers.HostsConfig(w.cfg.chain, w.inv.cfg.OCloudID), nb, w.clients, w.op.Cache(), w.op.Registry())
+	w.hostStep = hosts.New(handlers.HostsConfig(w.cfg.chain, w.inv.cfg.OCloudID), nb, w.inv.view, w.clients, w.op.Cache(), w.op.Registry())
 	return nil
 }
 

@@ -334,6 +334,7 @@ func (o *Operator) buildControllers() error {
 			}
 		}
 		o.ctrls = append(o.ctrls, c)
+		w.ctrl.Store(c)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -144,6 +145,7 @@ type Watch struct {
 	indexers   map[string]IndexFunc
 	finalizer  string
 	selector   string
+	ctrl       atomic.Pointer[controller] // set when the operator builds its controllers (Wake)
 }
 
 // WatchOptions tune a Watch.
@@ -223,6 +225,22 @@ func (w *Watch) Index(name string, fn IndexFunc) { w.indexers[name] = fn }
 // Related wakes watched objects when objects of another resource change. namespace "" watches all.
 func (w *Watch) Related(gvr schema.GroupVersionResource, namespace string, mapFn MapFunc) {
 	w.related = append(w.related, relatedSpec{gvr: gvr, namespace: namespace, mapFn: mapFn})
+}
+
+// Wake wakes one watched object as a related object's change would: its next pass runs now, also a
+// handler delayed until later. It is for sources outside the API server (the inventory telling a request
+// that a host it waits for came free). Before handling starts it does nothing (handling starts with a
+// pass of every object); never blocks.
+func (w *Watch) Wake(namespace, name string) {
+	c := w.ctrl.Load()
+	if c == nil {
+		return
+	}
+	key := name
+	if w.namespaced {
+		key = namespace + "/" + name
+	}
+	c.wake(key)
 }
 
 // SameName maps a related object to the watched object of the same name (in the related object's

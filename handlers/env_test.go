@@ -18,6 +18,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
+	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/world"
@@ -100,7 +101,15 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	require.NoError(t, err)
 	var hostStep Hosts
 	if len(inventory) > 0 {
-		hostStep = hosts.New(HostsConfig(cfg, testOCloud), inventory[0], clients, op.Cache(), op.Registry())
+		// Hosts are chosen from the inventory's view, as in the binary; refreshed often, so an
+		// administrator's change in the simulator shows within a test's patience.
+		view := nbinventory.NewView(nbinventory.Config{OCloudID: testOCloud, RefreshInterval: 200 * time.Millisecond,
+			ResyncInterval: 5 * time.Second}, nil)
+		inventory[0].ObserveWrites(view.Written)
+		r, err := nbinventory.NewRefresher(view, inventory[0], log.Named("inventory"), op.Registry())
+		require.NoError(t, err)
+		op.Add(r)
+		hostStep = hosts.New(HostsConfig(cfg, testOCloud), inventory[0], view, clients, op.Cache(), op.Registry())
 	}
 	h := New(cfg, version, clients, hostStep, op.Registry())
 	h.Register(op)

@@ -45,6 +45,10 @@ type Hosts interface {
 	Related() []hosts.Related
 	// ResourceIDs maps recorded host identities (netbox-<id>) to inventory resource ids; changed: any was.
 	ResourceIDs(ids []string) (out []string, changed bool)
+	// WakeWith sets how a request waiting for hosts is woken when one it can use comes free.
+	WakeWith(wake func(namespace, name string))
+	// Forget: the request waits for no host any more (it failed or is being deleted).
+	Forget(uid string)
 }
 
 // HostsConfig is the host step's configuration: the chain's namespaces and the request's contract
@@ -54,7 +58,7 @@ type Hosts interface {
 func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 	return hosts.Config{
 		Metal3Namespace: cfg.Metal3Namespace, CredentialsNamespace: cfg.CredentialsNamespace,
-		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID, OCloudID: oCloud,
+		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID, OCloudID: oCloud, Requeue: cfg.Requeue,
 	}
 }
 
@@ -103,6 +107,8 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 		for _, r := range h.hosts.Related() {
 			w.Related(r.GVR, r.Namespace, r.Map)
 		}
+		// A host coming free wakes the request that has waited longest for one it can use.
+		h.hosts.WakeWith(w.Wake)
 	}
 	// The chain reports progress in the request's status and posts an event per state change itself.
 	w.OnCreate(HandlerCreate, h.Provision, framework.OwnProgressEvents())

@@ -51,6 +51,9 @@ func (h *Handlers) setStatus(c *framework.Cause, s said) {
 // before the handler stops (a kopf failure is recorded only in an annotation nobody reads).
 func (h *Handlers) fail(c *framework.Cause, s said) error {
 	h.setStatus(c, s)
+	if h.hosts != nil {
+		h.hosts.Forget(string(c.Object.GetUID())) // a failed request waits for no host
+	}
 	return &framework.PermanentError{Message: s.text}
 }
 

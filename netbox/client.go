@@ -237,6 +237,9 @@ func (c *Client) getDevice(ctx context.Context, op string, id int32) (*Device, e
 		c.metrics.apiError("protocol")
 		return nil, newError(KindProtocol, op, "NetBox sent no ETag for device %d (NetBox ≥ 4.6 required)", id)
 	}
+	// What NetBox answered is as good as a write's answer: the view learns at once of a host it thought
+	// free that another request or an administrator took.
+	c.written(id, res, resp, err)
 	return d, nil
 }
 

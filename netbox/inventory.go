@@ -17,11 +17,13 @@ import (
 // InventoryDevice is a device as the inventory shows it. It carries no BMC address, boot MAC or
 // credentials: Capabilities are the custom fields other than the four fixed ones.
 type InventoryDevice struct {
-	ID           int32
-	Name         string
-	Status       string
-	Managed      bool   // the pool flag is JSON true
-	RequestUID   string // owning request; "" unowned
+	ID         int32
+	Name       string
+	Status     string
+	Managed    bool   // the pool flag is JSON true
+	RequestUID string // owning request; "" unowned
+	// Free: in the pool, staged and unowned (Device.Free), the only state a claim starts from.
+	Free         bool
 	Capabilities map[string]any
 	Site         InventorySite
 	Type         InventoryDeviceType
@@ -201,6 +203,7 @@ func (c *Client) inventoryDevice(m *nb.DeviceWithConfigContext) InventoryDevice 
 	if !base.ownerInvalid {
 		d.RequestUID = base.RequestUID
 	}
+	d.Free = base.Free()
 	if a := m.AssetTag.Get(); a != nil {
 		d.AssetTag = *a
 	}
@@ -254,6 +257,7 @@ func (c *Client) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevi
 	if !base.ownerInvalid {
 		d.RequestUID = base.RequestUID
 	}
+	d.Free = base.Free()
 	if l.LastUpdated != nil {
 		d.LastUpdated = l.LastUpdated.UTC()
 	}
@@ -264,8 +268,9 @@ func (c *Client) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevi
 }
 
 // WriteObserver hears about every device write the client made that NetBox confirmed (a claim, a
-// release, a quarantine): dev is the device as NetBox answered the write, or nil when that answer
-// could not be read beyond its id. It runs on the writer's goroutine and must not block.
+// release, a quarantine), and every device read by id (GetDevice: a claim's read that finds a host
+// taken corrects the view at once): dev is the device as NetBox answered, or nil when that answer
+// could not be read beyond its id. It runs on the caller's goroutine and must not block.
 type WriteObserver func(id int32, dev *InventoryDevice)
 
 type writeObservers struct {
@@ -273,7 +278,7 @@ type writeObservers struct {
 	fns []WriteObserver
 }
 
-// ObserveWrites adds fn to the observers of confirmed device writes.
+// ObserveWrites adds fn to the observers of confirmed device writes and reads by id.
 func (c *Client) ObserveWrites(fn WriteObserver) {
 	c.observers.mu.Lock()
 	defer c.observers.mu.Unlock()

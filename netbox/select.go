@@ -111,3 +111,34 @@ func (c *Client) logSearch(scanned, rejected, skipped int, found int32) {
 	}
 	c.log.Debug("NetBox host search", fields...)
 }
+
+// Matcher answers the test host selection applies to the inventory's in-memory view: a free device
+// (InventoryDevice.Free) whose custom fields match sel, the same re-check FindFreeHosts applies to
+// each listed row. With check, sel is first checked against NetBox's schema as FindFreeHosts does (one
+// call), so a selector naming no field fails with the same error instead of matching nothing for
+// ever; without, it is only normalised (a selector already checked).
+func (c *Client) Matcher(ctx context.Context, sel Selector, check bool) (func(*InventoryDevice) bool, error) {
+	norm, err := normalizeSelector(sel, c.cfg.Fields)
+	if err != nil {
+		return nil, err
+	}
+	if check {
+		if err := c.usable("find"); err != nil {
+			return nil, err
+		}
+		if err := c.checkSchema(ctx, norm); err != nil {
+			return nil, err
+		}
+	}
+	return func(d *InventoryDevice) bool {
+		if !d.Free {
+			return false
+		}
+		for k, v := range norm {
+			if !v.Matches(d.Capabilities[k]) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -14,23 +15,29 @@ import (
 )
 
 // candidateSpread free hosts are listed per empty slot and the slot's candidate drawn among them, within
-// one listing page (maxCandidates).
+// one listing page (maxCandidates): only without the pool's view (listed).
 const (
 	candidateSpread = 8
 	maxCandidates   = 100
 )
 
 // choice is what one pass chose: whether any candidate was recorded (it is claimed in the next pass, as
-// soon as the record is visible), and how many hosts each role still lacks.
+// soon as the record is visible), how many hosts each role still lacks, since when the earliest
+// position of those has waited, and whether the view had not had its first full listing yet (the hosts
+// may well be there).
 type choice struct {
-	any     bool
-	missing map[string]int
+	any      bool
+	missing  map[string]int
+	since    time.Time
+	unlisted bool
 }
 
-// choose picks candidates for the empty slots, role by role: one schema check and one listing each. The
-// candidates are only recorded here; the record lands before the claim (claimCandidates, next pass).
-func (st *Step) choose(ctx context.Context, req spec.Request, slots []Slot) (choice, error) {
+// choose picks candidates for the empty slots, role by role, from the pool's view (allocator.go); the
+// candidates are only recorded here, the record lands before the claim (claimCandidates, next pass).
+// Positions left empty record since when they wait.
+func (st *Step) choose(ctx context.Context, c *framework.Cause, req spec.Request, slots []Slot) (choice, error) {
 	out := choice{missing: map[string]int{}}
+	waiting := map[string]bool{}
 	for _, h := range req.Hosts {
 		var empty []*Slot
 		for i := range slots {
@@ -41,26 +48,81 @@ func (st *Step) choose(ctx context.Context, req spec.Request, slots []Slot) (cho
 		if len(empty) == 0 {
 			continue
 		}
-		// Take the candidates at random from a wider choice (the same one page of the listing): requests
-		// competing for a pool would otherwise all pick its first free host, and all but one lose it,
-		// round after round.
-		found, err := st.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(len(empty), min(len(empty)*candidateSpread, maxCandidates)))
+		found, since, err := st.candidates(ctx, c, h, slots, empty)
 		if err != nil {
-			return choice{}, inventoryError(err)
+			return choice{}, err
 		}
-		rand.Shuffle(len(found), func(i, j int) { found[i], found[j] = found[j], found[i] })
-		if len(found) > len(empty) {
-			found = found[:len(empty)]
-		}
-		for i, d := range found {
-			empty[i].ID, empty[i].Phase = netbox.Identity(d.ID), PhaseCandidate
+		for i, id := range found {
+			empty[i].ID, empty[i].Phase = netbox.Identity(id), PhaseCandidate
 			out.any = true
 		}
-		if len(found) < len(empty) {
-			out.missing[h.Role] = len(empty) - len(found)
+		if len(found) == len(empty) {
+			continue
+		}
+		out.missing[h.Role], waiting[h.Role] = len(empty)-len(found), true
+		for _, s := range empty[len(found):] {
+			s.WaitingSince = since.UTC().Format(time.RFC3339)
+		}
+		if out.since.IsZero() || since.Before(out.since) {
+			out.since = since
 		}
 	}
+	if st.alloc != nil {
+		st.alloc.Keep(string(c.Object.GetUID()), waiting)
+		out.unlisted = len(waiting) > 0 && !st.alloc.Synced()
+	}
 	return out, nil
+}
+
+// candidates answers hosts for the empty positions of one role, and since when the role waits for the
+// rest. From the view: no NetBox call while the role waits (its selector was checked against NetBox's
+// schema when it began to). Before the view's first full listing the role waits like any other, and the
+// listing's free hosts wake the waiters in order: a restart with many requests lists NetBox once, not
+// once per request.
+func (st *Step) candidates(ctx context.Context, c *framework.Cause, h spec.HostRequest, slots []Slot, empty []*Slot) ([]int32, time.Time, error) {
+	since := waitingSince(empty, c.Now)
+	if st.alloc == nil {
+		ids, err := st.listed(ctx, h, slots, len(empty))
+		return ids, since, err
+	}
+	uid := string(c.Object.GetUID())
+	match, err := st.nb.Matcher(ctx, netbox.Selector(h.Selector), !st.alloc.Waiting(uid, h.Role))
+	if err != nil {
+		return nil, time.Time{}, inventoryError(err)
+	}
+	ids, waitingFrom := st.alloc.Take(Want{UID: uid, Namespace: c.Object.GetNamespace(), Name: c.Object.GetName(),
+		Role: h.Role, Match: match, N: len(empty), Skip: idsInUse(slots), Since: since})
+	if !waitingFrom.IsZero() {
+		since = waitingFrom
+	}
+	return ids, since, nil
+}
+
+// waitingSince is the earliest time recorded on the positions, else now.
+func waitingSince(empty []*Slot, now time.Time) time.Time {
+	out := now
+	for _, s := range empty {
+		if t, err := time.Parse(time.RFC3339, s.WaitingSince); err == nil && t.Before(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// listed finds up to n free hosts by listing NetBox. The candidates are drawn at random from a wider
+// choice (the same one page of the listing): requests competing for a pool would otherwise all pick its
+// first free host, and all but one lose it, round after round.
+func (st *Step) listed(ctx context.Context, h spec.HostRequest, slots []Slot, n int) ([]int32, error) {
+	found, err := st.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(n, min(n*candidateSpread, maxCandidates)))
+	if err != nil {
+		return nil, inventoryError(err)
+	}
+	rand.Shuffle(len(found), func(i, j int) { found[i], found[j] = found[j], found[i] })
+	ids := make([]int32, 0, n)
+	for _, d := range found[:min(n, len(found))] {
+		ids = append(ids, d.ID)
+	}
+	return ids, nil
 }
 
 func idsInUse(slots []Slot) map[int32]bool {
@@ -106,7 +168,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 	}
 	if dev.Status == netbox.StatusActive && dev.OwnedBy(uid) {
 		// Our claim landed though its answer did not: resume it.
-		s.Phase = PhaseClaimed
+		s.claimed()
 		return st.register(ctx, c, s, dev, cluster, nil)
 	}
 	// Free, or staged with our uid still on it (an admin's half-reset): ours to take, never forgotten with
@@ -136,7 +198,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 		s.forget()
 		return nil
 	}
-	s.Phase = PhaseClaimed
+	s.claimed()
 	c.Normal(EventHostClaimed, fmt.Sprintf("Claimed host %s (role %s)", s.ID, s.Role))
 	return st.register(ctx, c, s, dev, cluster, creds)
 }

@@ -44,6 +44,10 @@ type Slot struct {
 	// sanitised, one line): the host is surplus, released with the checkpoints of a deletion but set
 	// failed in NetBox instead of staged, and its position gets another host.
 	Refused string `json:"refused,omitempty"`
+	// WaitingSince is when the position began to wait for a free host (RFC 3339, UTC), kept while it is
+	// a candidate (a race lost keeps its place in the line) and dropped once claimed: the allocator's
+	// order survives a restart, and the status says since when.
+	WaitingSince string `json:"waitingSince,omitempty"`
 }
 
 // holds tells whether the slot may hold a device: a candidate's claim may have landed unanswered.
@@ -53,7 +57,10 @@ func (s Slot) key() string { return fmt.Sprintf("%s/%d", s.Role, s.Index) }
 
 // forget empties the position so the next choice fills it again. Only for a host we do not hold: not
 // claimed yet and now not ours to claim (gone, taken, lost in a race, quarantined, our uid cleared).
-func (s *Slot) forget() { *s = Slot{Role: s.Role, Index: s.Index} }
+func (s *Slot) forget() { *s = Slot{Role: s.Role, Index: s.Index, WaitingSince: s.WaitingSince} }
+
+// claimed records the claim: the position waits no more.
+func (s *Slot) claimed() { s.Phase, s.WaitingSince = PhaseClaimed, "" }
 
 const extensionsHosts = "hosts"
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -45,6 +47,9 @@ type Config struct {
 	// (oCloudInfrastructureResourceIds): OCLOUD_ID, or derived from NETBOX_URL (internal/ocloud), the
 	// same the inventory API answers.
 	OCloudID uuid.UUID
+	// Requeue is the chain's safety-net interval (REQUEUE_INTERVAL): a waiting request asks again at
+	// least this often, so the allocator forgets one silent for a few of them.
+	Requeue time.Duration
 }
 
 // Event reasons of the host step. Created, Deleted and Failed are the words the chain uses for any object.
@@ -66,14 +71,18 @@ type Step struct {
 	api    kube.Client          // BareMetalHosts
 	cache  *framework.Cache     // the requests, for the gauges
 	gauges gauges
+	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
 }
 
-// New builds the step on a NetBox client and the operator's clients and cache, and registers its gauges
-// on reg (when not nil).
-func New(cfg Config, nb *netbox.Client, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
+// New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
+// listing NetBox) and the operator's clients and cache, and registers its gauges on reg (when not nil).
+func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
 	st := &Step{
 		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
 		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind}),
+	}
+	if pool != nil {
+		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
 	}
 	if reg != nil {
 		reg.MustRegister(st)
@@ -99,6 +108,20 @@ type Related struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
 	Map       framework.MapFunc
+}
+
+// WakeWith sets how a request waiting for hosts is woken (the chain's watch).
+func (st *Step) WakeWith(wake func(namespace, name string)) {
+	if st.alloc != nil {
+		st.alloc.WakeWith(wake)
+	}
+}
+
+// Forget: the request waits for no host any more.
+func (st *Step) Forget(uid string) {
+	if st.alloc != nil {
+		st.alloc.Forget(uid)
+	}
 }
 
 // Reserved: the inventory's own fields cannot select hosts.
@@ -171,7 +194,7 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	if err := st.claimCandidates(ctx, c, slots, req.ClusterName); err != nil {
 		return Ensured{}, err
 	}
-	chosen, err := st.choose(ctx, req, slots)
+	chosen, err := st.choose(ctx, c, req, slots)
 	if err != nil {
 		return Ensured{}, err
 	}
@@ -181,6 +204,9 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	}
 	return summarise(slots, releasing, chosen, reg), nil
 }
+
+// waitingForListing is what a position lacking a host waits for before the view's first full listing.
+const waitingForListing = "waiting for the inventory's first listing of NetBox"
 
 // summarise reports one pass: ready only once the surplus is back in the pool (the request reports
 // exactly what it holds), else what it waits for.
@@ -211,7 +237,11 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 		for _, role := range sortedRoles(chosen.missing) {
 			m = append(m, fmt.Sprintf("%d more for role %s", chosen.missing[role], role))
 		}
-		parts = append(parts, v1alpha1.WaitingForFreeHosts+": "+strings.Join(m, ", "))
+		waiting := v1alpha1.WaitingForFreeHosts
+		if chosen.unlisted {
+			waiting = waitingForListing // not the pool's state: no alarm, no gauge
+		}
+		parts = append(parts, waiting+": "+strings.Join(m, ", ")+", since "+chosen.since.UTC().Format(time.RFC3339))
 	}
 	if reg.claimed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d available in Metal3", reg.available, total))

@@ -60,6 +60,8 @@ type View struct {
 	snap        *Snapshot
 	lastRefresh time.Time // last successful refresh from NetBox
 	sinks       []func([]Change)
+	free        map[int32]*device // the devices a claim can start from (InventoryDevice.Free): freehosts.go
+	freeHooks   []func(dev *netbox.InventoryDevice, free bool)
 }
 
 type device struct {
@@ -87,6 +89,7 @@ func NewView(cfg Config, owner func(uid string) string) *View {
 		poolRefs: map[int32]int{}, typeRefs: map[int32]int{},
 		pools: map[int32]*Entry{}, ocSites: map[int32]*Entry{}, rtypes: map[int32]*Entry{},
 		byPool: map[string]int32{}, bySite: map[string]int32{}, byType: map[string]int32{},
+		free: map[int32]*device{},
 	}
 }
 
@@ -107,6 +110,9 @@ func (v *View) Synced() (synced bool, lastRefresh time.Time) {
 	defer v.mu.RUnlock()
 	return v.isSynced(), v.lastRefresh
 }
+
+// IsSynced reports whether a full listing has been applied.
+func (v *View) IsSynced() bool { return v.isSynced() }
 
 func (v *View) isSynced() bool {
 	select {
@@ -254,11 +260,14 @@ func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Cha
 	entry := v.cfg.resourceEntry(rec, v.owner)
 	if had && bytes.Equal(old.entry.JSON, entry.JSON) {
 		old.rec = *rec
+		v.trackFreeLocked(&old.rec, old)
 		return changes
 	}
 	now := v.clock.Now()
 	var prior *Entry
-	v.devices[rec.ID] = &device{rec: *rec, entry: entry}
+	d := &device{rec: *rec, entry: entry}
+	v.devices[rec.ID] = d
+	v.trackFreeLocked(&d.rec, d)
 	v.byResource[entry.ID] = rec.ID
 	v.rev++
 	// The new pool and type are counted before the old ones are released, so a device that stays
@@ -290,6 +299,7 @@ func (v *View) removeLocked(id int32, changes []Change) []Change {
 	now := v.clock.Now()
 	delete(v.devices, id)
 	delete(v.byResource, old.entry.ID)
+	v.trackFreeLocked(&old.rec, nil)
 	v.rev++
 	changes = append(changes, Change{Kind: KindResource, ID: old.entry.ID, Prior: old.entry, At: now})
 	changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)

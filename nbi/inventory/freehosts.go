@@ -1,0 +1,57 @@
+package inventory
+
+import (
+	"iter"
+
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// The free hosts: the view keeps an index of the devices a claim can start from (in the pool, staged,
+// unowned: netbox.InventoryDevice.Free), so that the host step chooses candidates from memory
+// (handlers/hosts/allocator.go) and is told when a device comes free, instead of listing NetBox on
+// every pass of every request that waits. A device freed by the operator's own release shows at once
+// (View.Written); one an administrator frees, within the refresh interval.
+
+// ReadFree runs fn under the view's read lock with its free devices (in no particular order: a map's)
+// and a test of whether one device is free. fn must not keep the devices nor call back into the view.
+func (v *View) ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], isFree func(id int32) bool)) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	fn(func(yield func(*netbox.InventoryDevice) bool) {
+		for _, d := range v.free {
+			if !yield(&d.rec) {
+				return
+			}
+		}
+	}, func(id int32) bool {
+		_, ok := v.free[id]
+		return ok
+	})
+}
+
+// OnFreeChange adds fn, told of every device that enters the free index (free) or leaves it. It runs
+// under the view's write lock, in the order of the changes; like a sink it must only record (and may
+// wake a request), never block or call back into the view. The lock order is the view's, then fn's.
+func (v *View) OnFreeChange(fn func(dev *netbox.InventoryDevice, free bool)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.freeHooks = append(v.freeHooks, fn)
+}
+
+// trackFreeLocked keeps the free index for rec, now held as d (nil: gone from the view), and tells the
+// hooks when it enters or leaves.
+func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device) {
+	_, was := v.free[rec.ID]
+	is := d != nil && d.rec.Free
+	if is {
+		v.free[rec.ID] = d
+	} else if was {
+		delete(v.free, rec.ID)
+	}
+	if is == was {
+		return
+	}
+	for _, fn := range v.freeHooks {
+		fn(rec, is)
+	}
+}
