@@ -68,6 +68,7 @@ type chain struct {
 	rec    *kubeapi.Recorder
 	cfg    Config
 	trail  *statusTrail // every status the operator wrote for its requests (messages_test.go)
+	view   *nbinventory.View // hosts are chosen from it; the inventory API would serve it (nil without NetBox)
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -100,10 +101,11 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	})
 	require.NoError(t, err)
 	var hostStep Hosts
+	var view *nbinventory.View
 	if len(inventory) > 0 {
 		// Hosts are chosen from the inventory's view, as in the binary; refreshed often, so an
 		// administrator's change in the simulator shows within a test's patience.
-		view := nbinventory.NewView(nbinventory.Config{OCloudID: testOCloud, RefreshInterval: 200 * time.Millisecond,
+		view = nbinventory.NewView(nbinventory.Config{OCloudID: testOCloud, RefreshInterval: 200 * time.Millisecond,
 			ResyncInterval: 5 * time.Second}, nil)
 		inventory[0].ObserveWrites(view.Written)
 		r, err := nbinventory.NewRefresher(view, inventory[0], log.Named("inventory"), op.Registry())
@@ -113,7 +115,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	}
 	h := New(cfg, version, clients, hostStep, op.Registry())
 	h.Register(op)
-	c := &chain{op: op, rec: rec, cfg: cfg, trail: trailFor(t, srv, cfg.Selector)}
+	c := &chain{op: op, rec: rec, cfg: cfg, trail: trailFor(t, srv, cfg.Selector), view: view}
 	c.start(t)
 	return c
 }

@@ -416,6 +416,75 @@ func TestCompetingRequestsNeverShareAHost(t *testing.T) {
 	}
 	assert.Len(t, claimedByRecords, 20)
 	t.Logf("race: 50 requests, 20 hosts: %d committed claims, %d claims lost on If-Match (412)", committed, conflicts)
+
+	// The host step's NetBox calls (the view's listings are the shared refresh's): at most 4 per claimed
+	// host until settled, and none while the other 30 wait, though the safety net looks every second.
+	settled := hostStepCalls(inv.sim)
+	t.Logf("race: %d NetBox calls of the host step until settled (%.2f per claimed host)", settled, float64(settled)/20)
+	assert.LessOrEqual(t, float64(settled)/20, 4.0)
+	time.Sleep(3 * time.Second)
+	assert.Equal(t, settled, hostStepCalls(inv.sim), "requests waiting for hosts called NetBox")
+	for i := 0; i < 50; i++ {
+		if u, _ := getPR(t, srv, fmt.Sprintf("race-%02d", i)); v1alpha1.StatusOf(u).State != v1alpha1.StateFulfilled {
+			assert.Contains(t, v1alpha1.StatusOf(u).Message, v1alpha1.WaitingForFreeHosts+": 1 more for role worker, since ")
+		}
+	}
+}
+
+// hostStepCalls counts the NetBox calls only the host step makes: selector checks, and reads and writes
+// of one device (the inventory view lists devices; the host step no longer does).
+func hostStepCalls(sim *netboxsim.Server) int {
+	return sim.Calls("GET", netboxsim.RouteCustomFields) + sim.Calls("GET", netboxsim.RouteDevice) + sim.Calls("PATCH", netboxsim.RouteDevice)
+}
+
+// Hosts freed go to the requests waiting for them in the order they began to wait, woken at once (the
+// safety net is a minute away), and a request whose selector the freed host does not match never holds
+// up one that it matches.
+func TestFreedHostsGoToWaitersInTheOrderTheyBeganToWait(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "fifo")
+	for i := 0; i < 2; i++ {
+		inv.addHost(t, srv, fmt.Sprintf("fifo-%d", i), 64, "admin")
+	}
+	startChain(t, srv, "fifo", inv.namespaces, nil, inv.client)
+	create := func(name string, cores int) {
+		createPR(t, srv, provisioningRequest(name, "fifo", tmplOK, hostsParams("edge-"+name,
+			map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": cores}})))
+	}
+	create("fifo-holder-0", 64)
+	create("fifo-holder-1", 64)
+	waitState(t, srv, "fifo-holder-0", v1alpha1.StateFulfilled, 60*time.Second)
+	waitState(t, srv, "fifo-holder-1", v1alpha1.StateFulfilled, 60*time.Second)
+	// Waiting in this order; the first wants hosts no freed one matches.
+	waiters := []string{"fifo-other", "fifo-w0", "fifo-w1", "fifo-w2"}
+	for _, name := range waiters {
+		cores := 64
+		if name == "fifo-other" {
+			cores = 8
+		}
+		create(name, cores)
+		eventually(t, 30*time.Second, func() bool {
+			u, _ := getPR(t, srv, name)
+			return strings.Contains(v1alpha1.StatusOf(u).Message, v1alpha1.WaitingForFreeHosts)
+		}, name+" never waited")
+		time.Sleep(1100 * time.Millisecond) // distinct waiting times, to the second as recorded
+	}
+	before := hostStepCalls(inv.sim)
+	for i, holder := range []string{"fifo-holder-0", "fifo-holder-1"} {
+		start := time.Now()
+		require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), holder, metav1.DeleteOptions{}))
+		served := waitState(t, srv, waiters[1+i], v1alpha1.StateFulfilled, 30*time.Second)
+		t.Logf("%s deleted → %s fulfilled in %s", holder, served.GetName(), time.Since(start))
+		for _, later := range waiters[2+i:] {
+			u, _ := getPR(t, srv, later)
+			assert.NotEqual(t, v1alpha1.StateFulfilled, v1alpha1.StatusOf(u).State, "%s was served before %s", later, served.GetName())
+		}
+	}
+	u, _ := getPR(t, srv, "fifo-other")
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, v1alpha1.WaitingForFreeHosts)
+	// Two releases (a read and a write each) and two claims (the same); the waiters asked nothing more.
+	assert.LessOrEqual(t, hostStepCalls(inv.sim)-before, 8)
 }
 
 // The operator is stopped at random moments while it claims and releases (passes cut off mid-call);

@@ -561,6 +561,9 @@ func (m *model) check(where string) {
 			}
 		}
 	}
+	// The inventory the NBI serves agrees with NetBox on who holds each host: at once for the operator's
+	// own claims and releases, within the refresh interval for anything else (the documented bound).
+	m.checkView(fail)
 	// No device held twice.
 	claimedBy := map[string]string{}
 	for _, u := range r2 {
@@ -730,4 +733,44 @@ func (m *model) drain() {
 		t.Errorf("seed %d: left in Metal3: %v %v", m.seed, bmhs, secrets)
 	}
 	m.chain.stop(t)
+}
+
+// viewBound is the documented bound on the view's lag behind NetBox for a change it did not make
+// itself (the test refreshes every 200 ms), with room for a loaded machine.
+const viewBound = 3 * time.Second
+
+// checkView compares who the view says holds each pool host with NetBox, read before and after it.
+func (m *model) checkView(fail func(string, ...any)) {
+	if m.chain.view == nil || !m.chain.view.IsSynced() {
+		return
+	}
+	before := m.inv.sim.Devices()
+	objs := m.chain.view.Objects()
+	after := map[int32]netboxsim.Device{}
+	for _, d := range m.inv.sim.Devices() {
+		after[d.ID] = d
+	}
+	cfg := nbinventory.Config{OCloudID: testOCloud}
+	for _, d := range before {
+		a := after[d.ID]
+		if managed, _ := d.Custom["o2ims_managed"].(bool); !managed || time.Since(a.LastUpdated) < viewBound {
+			continue
+		}
+		want, _ := d.Custom["o2ims_request_uid"].(string)
+		e, ok := objs[cfg.ResourceID(d.ID)]
+		if !ok || e.Post == nil {
+			fail("host %s is in NetBox's pool but not in the inventory", netbox.Identity(d.ID))
+			continue
+		}
+		var r struct {
+			Extensions map[string]any `json:"extensions"`
+		}
+		if err := json.Unmarshal(e.Post.JSON, &r); err != nil {
+			fail("inventory resource of %s: %v", netbox.Identity(d.ID), err)
+			continue
+		}
+		if got, _ := r.Extensions[nbinventory.ExtRequestUID].(string); got != want {
+			fail("the inventory says %s is held by %q; NetBox says %q", netbox.Identity(d.ID), got, want)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	nb "github.com/netbox-community/go-netbox/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
@@ -36,6 +37,8 @@ type Client struct {
 	maxPages   int   // bound on pages followed in one listing
 
 	observers writeObservers // the inventory view hears of our own writes (inventory.go)
+	recent    recentFields   // the custom fields selector checks share (schema.go)
+	clock     clock.PassiveClock
 }
 
 // New validates cfg (filling defaults for a zero Timeout and empty field
@@ -91,6 +94,7 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 		tokens:     tokens,
 		metrics:    m,
 		retry:      &policy,
+		clock:      clock.RealClock{},
 		devicePage: 100,
 		fieldPage:  1000,
 		maxPages:   10000,

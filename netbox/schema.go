@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -94,6 +96,39 @@ func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value)
 	if err != nil {
 		return err
 	}
+	return c.fieldProblems(fields, sel)
+}
+
+// schemaReuse is how long the custom fields one selector check read serve the next ones (Matcher): a
+// burst of requests that begin to choose hosts costs one listing, not one each; a field an
+// administrator changes is seen within it.
+const schemaReuse = 30 * time.Second
+
+// recentFields caches the custom field listing for selector checks. The lock is held across the
+// listing, so that checks arriving together wait for one.
+type recentFields struct {
+	mu     sync.Mutex
+	at     time.Time
+	fields map[string]fieldInfo
+}
+
+// checkSchemaRecent is checkSchema on a listing at most schemaReuse old.
+func (c *Client) checkSchemaRecent(ctx context.Context, sel map[string]selector.Value) error {
+	r := &c.recent
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fields == nil || c.clock.Since(r.at) >= schemaReuse {
+		fields, err := c.listCustomFields(ctx)
+		if err != nil {
+			return err
+		}
+		r.fields, r.at = fields, c.clock.Now()
+	}
+	return c.fieldProblems(r.fields, sel)
+}
+
+// fieldProblems checks the fixed fields and the selector's keys against the custom fields.
+func (c *Client) fieldProblems(fields map[string]fieldInfo, sel map[string]selector.Value) error {
 	var problems []string
 	for _, spec := range fixedFields(c.cfg.Fields) {
 		f, ok := fields[spec.name]

@@ -116,7 +116,8 @@ func (c *Client) logSearch(scanned, rejected, skipped int, found int32) {
 // (InventoryDevice.Free) whose custom fields match sel, the same re-check FindFreeHosts applies to
 // each listed row. With check, sel is first checked against NetBox's schema as FindFreeHosts does (one
 // call), so a selector naming no field fails with the same error instead of matching nothing for
-// ever; without, it is only normalised (a selector already checked).
+// ever (on a listing of the fields at most schemaReuse old, shared by all checks); without, it is only
+// normalised (a selector already checked).
 func (c *Client) Matcher(ctx context.Context, sel Selector, check bool) (func(*InventoryDevice) bool, error) {
 	norm, err := normalizeSelector(sel, c.cfg.Fields)
 	if err != nil {
@@ -126,7 +127,7 @@ func (c *Client) Matcher(ctx context.Context, sel Selector, check bool) (func(*I
 		if err := c.usable("find"); err != nil {
 			return nil, err
 		}
-		if err := c.checkSchema(ctx, norm); err != nil {
+		if err := c.checkSchemaRecent(ctx, norm); err != nil {
 			return nil, err
 		}
 	}
