@@ -67,7 +67,7 @@ type chain struct {
 	op     *framework.Operator
 	rec    *kubeapi.Recorder
 	cfg    Config
-	trail  *statusTrail // every status the operator wrote for its requests (messages_test.go)
+	trail  *statusTrail      // every status the operator wrote for its requests (messages_test.go)
 	view   *nbinventory.View // hosts are chosen from it; the inventory API would serve it (nil without NetBox)
 	cancel context.CancelFunc
 	done   chan error
