@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,6 +364,37 @@ func TestRelatedObjectChangeWakesAWaitingHandler(t *testing.T) {
 	// The handler asked for an hour; the gadget's change wakes it now.
 	eventually(t, 10*time.Second, func() bool { return statusField(mustGet(t, "rel1"), "phase") == "done" },
 		"the related change did not wake the handler")
+}
+
+// A source outside the API server (the inventory: a host came free) wakes a handler that asked to be
+// run again only in an hour; before handling starts a wake does nothing and does not block.
+func TestWakeRunsAWaitingHandlerNow(t *testing.T) {
+	t.Parallel()
+	label := "wake"
+	var log calls
+	var ready atomic.Bool
+	var watch *Watch
+	to := newTestOperator(t, label, Options{}, func(_ *Operator, w *Watch) {
+		watch = w
+		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
+			log.add(c)
+			if !ready.Load() {
+				return Temporary(time.Hour, "waiting for a host")
+			}
+			c.Patch.SetStatus("done", "phase")
+			return nil
+		})
+	})
+	watch.Wake("", "wake1") // not started: nothing to wake, and no panic
+	to.start(t)
+	create(t, widget(label, "wake1", map[string]any{}))
+	eventually(t, 20*time.Second, func() bool { return len(log.of("create_fn", "wake1")) == 1 }, "never ran")
+	ready.Store(true)
+	time.Sleep(500 * time.Millisecond)
+	assert.Len(t, log.of("create_fn", "wake1"), 1, "the handler ran again before its delay without a wake")
+	watch.Wake("", "wake1")
+	eventually(t, 10*time.Second, func() bool { return statusField(mustGet(t, "wake1"), "phase") == "done" },
+		"the wake did not run the handler")
 }
 
 func TestMalformedProgressDoesNotCrashOrBlock(t *testing.T) {
