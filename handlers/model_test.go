@@ -110,7 +110,9 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"label and annotation edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), "+
 		"NetBox down (503 to everything, the operator restarted into it half the time), hosts whose BMC refuses "+
 		"their credentials joining the pool, inventory off and on. After every step: every active device owned "+
-		"by us is recorded by an existing request and vice versa; no device held twice; no BareMetalHost or BMC "+
+		"by us is recorded by an existing request and vice versa; the inventory the NBI serves (the view hosts "+
+		"are chosen from) names for every pool host the holder NetBox names, once the host's last change is older "+
+		"than the view's bound; no device held twice; no BareMetalHost or BMC "+
 		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
 		"restarts without a spec change; a fulfilled request's package variant renders its current template and "+
 		"its ids resolve in the inventory to devices it holds (never a refused one); every status the operator "+
