@@ -437,6 +437,32 @@ func hostStepCalls(sim *netboxsim.Server) int {
 	return sim.Calls("GET", netboxsim.RouteCustomFields) + sim.Calls("GET", netboxsim.RouteDevice) + sim.Calls("PATCH", netboxsim.RouteDevice)
 }
 
+// Hosts deleted in NetBox stay in the view until its next full listing; a request that chooses one meets
+// its 404 once, which drops it from the view, and claims another — it never loops on it.
+func TestAHostDeletedInNetBoxCostsOneReadNotALoop(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "deleted")
+	var ids []int32
+	for i := 0; i < 4; i++ {
+		ids = append(ids, inv.addHost(t, srv, fmt.Sprintf("deleted-%d", i), 48, "admin"))
+	}
+	c := startChain(t, srv, "deleted", inv.namespaces, nil, inv.client)
+	eventually(t, 20*time.Second, c.view.IsSynced, "the view never synced")
+	for _, id := range ids[:3] {
+		require.True(t, inv.sim.DeleteDevice(id))
+	}
+	gets := inv.sim.Calls("GET", netboxsim.RouteDevice)
+	createPR(t, srv, provisioningRequest("deleted-1", "deleted", tmplOK, hostsParams("edge-deleted-1",
+		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 48}})))
+	done := waitState(t, srv, "deleted-1", v1alpha1.StateFulfilled, 30*time.Second)
+	got, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
+	assert.Equal(t, []string{resourceID(ids[3])}, got)
+	t.Logf("device GETs: %d", inv.sim.Calls("GET", netboxsim.RouteDevice)-gets)
+	// At most one read of each deleted host, and the claim's own read of the one that is left.
+	assert.LessOrEqual(t, inv.sim.Calls("GET", netboxsim.RouteDevice)-gets, 4)
+}
+
 // Hosts freed go to the requests waiting for them in the order they began to wait, woken at once (the
 // safety net is a minute away), and a request whose selector the freed host does not match never holds
 // up one that it matches.

@@ -99,7 +99,7 @@ var (
 		"Hosts are being prepared: {progress}",
 		"the hosts step is under way; `progress` is what it reports, `; `-separated: `N of M hosts claimed`, " +
 			"`releasing N hosts no longer requested: …`, `quarantining N hosts and choosing others: netbox-<id> (why)`, " +
-			"`waiting for free hosts: N more for role R, since <time>` (or, before the inventory's first listing, `waiting for the inventory's first listing of NetBox: …`), `N of M available in Metal3`, `netbox-<id>: what it waits for`; " +
+			"`waiting for free hosts: N more for role R, since <time>`, `N of M available in Metal3`, `netbox-<id>: what it waits for`; " +
 			"or, while NetBox cannot be used, `NetBox unreachable since …; waiting`"}
 	msgHostsRetrying = &message{"hosts-retrying", progressing,
 		"Hosts are being prepared; retrying after: {error}",

@@ -23,6 +23,9 @@ const EventReleaseBlocked = "ReleaseBlocked"
 func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 	pr := c.Object
 	ns, name := h.cfg.PackageVariantNamespace, pr.GetName()
+	if h.hosts != nil {
+		h.hosts.Forget(string(pr.GetUID())) // a request being deleted waits for no host
+	}
 
 	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
 	pv, err := h.kube.Get(ctx, c, external.PackageVariantGVR, ns, name)

@@ -229,9 +229,12 @@ func (c *Client) getDevice(ctx context.Context, op string, id int32) (*Device, e
 	}
 	rctx := withRequestOptions(ctx, requestOptions{op: "get_device"})
 	res, resp, err := c.api.DcimAPI.DcimDevicesRetrieve(rctx, id).Execute()
-	d, err := c.deviceResult(op, res, resp, err, false)
-	if err != nil {
-		return nil, err
+	d, derr := c.deviceResult(op, res, resp, err, false)
+	if IsKind(derr, KindNotFound) {
+		c.deleted(id)
+	}
+	if derr != nil {
+		return nil, derr
 	}
 	if d.ID != id {
 		c.metrics.apiError("protocol")
@@ -271,8 +274,11 @@ func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag stri
 	rctx := withRequestOptions(ctx, requestOptions{op: "patch_device", ifMatch: etag, changelog: p.changelog})
 	res, resp, err := c.api.DcimAPI.DcimDevicesPartialUpdate(rctx, id).PatchedWritableDeviceWithConfigContextRequest(body).Execute()
 	d, derr := c.deviceResult(op, res, resp, err, true)
-	if derr == nil {
+	switch {
+	case derr == nil:
 		c.written(id, res, resp, err)
+	case IsKind(derr, KindNotFound):
+		c.deleted(id)
 	}
 	return d, derr
 }

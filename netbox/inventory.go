@@ -23,7 +23,9 @@ type InventoryDevice struct {
 	Managed    bool   // the pool flag is JSON true
 	RequestUID string // owning request; "" unowned
 	// Free: in the pool, staged and unowned (Device.Free), the only state a claim starts from.
-	Free         bool
+	Free bool
+	// Deleted: NetBox answered 404 for the device (only in what WriteObserver is told; nothing else set).
+	Deleted      bool
 	Capabilities map[string]any
 	Site         InventorySite
 	Type         InventoryDeviceType
@@ -278,11 +280,23 @@ type writeObservers struct {
 	fns []WriteObserver
 }
 
-// ObserveWrites adds fn to the observers of confirmed device writes and reads by id.
+// ObserveWrites adds fn to the observers of confirmed device writes and reads by id, and of a device
+// NetBox answered 404 for (dev.Deleted).
 func (c *Client) ObserveWrites(fn WriteObserver) {
 	c.observers.mu.Lock()
 	defer c.observers.mu.Unlock()
 	c.observers.fns = append(c.observers.fns, fn)
+}
+
+// deleted tells the observers that NetBox no longer has device id (a read or write by id met 404): a
+// view drops it now rather than at its next full listing, and nobody chooses it again meanwhile.
+func (c *Client) deleted(id int32) {
+	c.observers.mu.Lock()
+	fns := c.observers.fns
+	c.observers.mu.Unlock()
+	for _, fn := range fns {
+		fn(id, &InventoryDevice{ID: id, Deleted: true})
+	}
 }
 
 // written tells the observers about a confirmed write (called by patchDevice).

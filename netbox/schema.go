@@ -110,19 +110,28 @@ type recentFields struct {
 	mu     sync.Mutex
 	at     time.Time
 	fields map[string]fieldInfo
+	err    error     // the last listing's failure, shared for failedReuse: checks queued behind a hung
+	errAt  time.Time // NetBox do not each wait out their own timeout
 }
+
+// failedReuse is how long a failed listing's error answers the checks that follow.
+const failedReuse = 5 * time.Second
 
 // checkSchemaRecent is checkSchema on a listing at most schemaReuse old.
 func (c *Client) checkSchemaRecent(ctx context.Context, sel map[string]selector.Value) error {
 	r := &c.recent
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.err != nil && c.clock.Since(r.errAt) < failedReuse {
+		return r.err
+	}
 	if r.fields == nil || c.clock.Since(r.at) >= schemaReuse {
 		fields, err := c.listCustomFields(ctx)
 		if err != nil {
+			r.err, r.errAt = err, c.clock.Now()
 			return err
 		}
-		r.fields, r.at = fields, c.clock.Now()
+		r.fields, r.at, r.err = fields, c.clock.Now(), nil
 	}
 	return c.fieldProblems(r.fields, sel)
 }

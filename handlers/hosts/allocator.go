@@ -17,9 +17,10 @@ import (
 type Pool interface {
 	// IsSynced: a full listing has been applied (before it, hosts are found by listing NetBox).
 	IsSynced() bool
-	// ReadFree runs fn under the view's read lock with its free devices.
-	ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], isFree func(id int32) bool))
-	// OnFreeChange tells fn, under the view's write lock, of every device that comes free or stops being.
+	// ReadFree runs fn under the view's read lock with its free devices and a lookup of one (nil: not free).
+	ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], lookup func(id int32) *netbox.InventoryDevice))
+	// OnFreeChange tells fn, under the view's write lock, of every device that comes free, changes while
+	// free (free again) or stops being free.
 	OnFreeChange(fn func(dev *netbox.InventoryDevice, free bool))
 }
 
@@ -42,6 +43,7 @@ type Allocator struct {
 	mu      sync.Mutex // taken after the view's lock, never before
 	wake    func(namespace, name string)
 	seq     uint64
+	gen     uint64    // moves whenever a host comes free or changes while free (a waiter's scan is then due)
 	waiters []*waiter // in the order they started waiting
 	byKey   map[waiterKey]*waiter
 	held    map[int32]hold
@@ -59,6 +61,10 @@ type waiter struct {
 	since           time.Time
 	seq             uint64 // ties of since, in arrival order
 	seen            time.Time
+	// scanned is gen at its last look at every free host, for selector: until either moves, every host
+	// that came free since was offered to the longest waiter that can use it, so it need not look again.
+	scanned  uint64
+	selector string
 }
 
 // hold is a free host set aside for one request: offered (it was woken to take it) or taken (it
@@ -74,7 +80,7 @@ type hold struct {
 // NewAllocator builds the allocator over pool and listens to its free hosts; ttl is how long a silent
 // waiter or an untaken host is kept.
 func NewAllocator(pool Pool, clk clock.PassiveClock, ttl time.Duration) *Allocator {
-	a := &Allocator{pool: pool, clock: clk, ttl: ttl, byKey: map[waiterKey]*waiter{}, held: map[int32]hold{}}
+	a := &Allocator{pool: pool, clock: clk, ttl: ttl, gen: 1, byKey: map[waiterKey]*waiter{}, held: map[int32]hold{}}
 	pool.OnFreeChange(a.freeChanged)
 	return a
 }
@@ -93,6 +99,7 @@ func (a *Allocator) Synced() bool { return a.pool.IsSynced() }
 type Want struct {
 	UID, Namespace, Name, Role string
 	Match                      func(*netbox.InventoryDevice) bool
+	Selector                   string         // the selector Match tests, as text (a change means a new look)
 	N                          int            // empty positions
 	Skip                       map[int32]bool // hosts the request already records
 	Since                      time.Time      // when it started waiting, as its request recorded (zero: now)
@@ -109,44 +116,86 @@ func (a *Allocator) Waiting(uid, role string) bool {
 // Take answers up to w.N hosts for w — those set aside for it first, then free ones no earlier waiter
 // can use — and, when that is fewer, since when it waits for the rest (zero when it does not wait).
 func (a *Allocator) Take(w Want) (ids []int32, since time.Time) {
-	a.pool.ReadFree(func(free iter.Seq[*netbox.InventoryDevice], isFree func(int32) bool) {
+	a.pool.ReadFree(func(free iter.Seq[*netbox.InventoryDevice], lookup func(int32) *netbox.InventoryDevice) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		now := a.clock.Now()
-		a.expireLocked(now, isFree)
+		a.expireLocked(now, lookup)
 		k := waiterKey{w.UID, w.Role}
 		me := a.byKey[k]
-		for id, h := range a.held {
-			switch {
-			case h.waiterKey != k:
-			case w.Skip[id]: // it still records this host (one it is releasing): not one to take again
-				a.unholdLocked(id, h)
-			case len(ids) < w.N:
-				ids = append(ids, id)
-				a.takeLocked(id, h, me, now)
-			}
+		if me == nil && !w.Since.IsZero() {
+			// It waited before (a restart, another leader): back in its place before it looks.
+			me = a.waitLocked(w, w.N, now)
 		}
-		for d := range free {
-			if len(ids) >= w.N {
-				break
-			}
-			if _, held := a.held[d.ID]; held || w.Skip[d.ID] || !w.Match(d) {
-				continue
-			}
-			if e := a.firstWaiterLocked(d, me); e != nil {
-				a.offerLocked(*d, e, now)
-				continue
-			}
-			a.held[d.ID] = hold{waiterKey: k, dev: *d, at: now}
-			ids = append(ids, d.ID)
+		if me != nil {
+			me.match = w.Match // its selector may have changed
+		}
+		ids = a.takeHeldLocked(w, me, lookup, now)
+		scanned := false
+		if len(ids) < w.N && (me == nil || me.scanned != a.gen || me.selector != w.Selector) {
+			ids, scanned = a.scanLocked(w, me, free, ids, now), true
 		}
 		if len(ids) == w.N {
 			a.removeLocked(k)
 			return
 		}
-		since = a.waitLocked(w, w.N-len(ids), now)
+		me = a.waitLocked(w, w.N-len(ids), now)
+		if scanned {
+			me.scanned, me.selector = a.gen, w.Selector
+		}
+		since = me.since
 	})
 	return ids, since
+}
+
+// takeHeldLocked answers the hosts set aside for w that are still free and still match its selector;
+// others it lets go.
+func (a *Allocator) takeHeldLocked(w Want, me *waiter, lookup func(int32) *netbox.InventoryDevice, now time.Time) []int32 {
+	k := waiterKey{w.UID, w.Role}
+	var ids []int32
+	for id, h := range a.held {
+		if h.waiterKey != k {
+			continue
+		}
+		cur := lookup(id)
+		switch {
+		case cur == nil:
+			a.unholdLocked(id, h)
+		case w.Skip[id]:
+			// Recorded already: a candidate being claimed keeps its hold; an offer of a host it is
+			// releasing goes to the next waiter.
+			if h.offered {
+				a.dropLocked(id, h, me, now)
+			}
+		case !w.Match(cur):
+			a.dropLocked(id, h, me, now) // its selector or the host changed since it was set aside
+		case len(ids) < w.N:
+			ids = append(ids, id)
+			a.takeLocked(id, h, me, now)
+		}
+	}
+	return ids
+}
+
+// scanLocked looks at every free host for w: one no earlier waiter can use is w's, one an earlier
+// waiter can use is offered to it.
+func (a *Allocator) scanLocked(w Want, me *waiter, free iter.Seq[*netbox.InventoryDevice], ids []int32, now time.Time) []int32 {
+	k := waiterKey{w.UID, w.Role}
+	for d := range free {
+		if len(ids) >= w.N {
+			break
+		}
+		if _, held := a.held[d.ID]; held || w.Skip[d.ID] || !w.Match(d) {
+			continue
+		}
+		if e := a.firstWaiterLocked(d, me, nil); e != nil {
+			a.offerLocked(*d, e, now)
+			continue
+		}
+		a.held[d.ID] = hold{waiterKey: k, dev: *d, at: now}
+		ids = append(ids, d.ID)
+	}
+	return ids
 }
 
 // Keep forgets the waiting of the request's roles other than roles (no longer asked for, or no longer
@@ -170,13 +219,13 @@ func (a *Allocator) Forget(uid string) {
 	now := a.clock.Now()
 	for id, h := range a.held {
 		if h.uid == uid {
-			a.dropLocked(id, h, now)
+			a.dropLocked(id, h, nil, now)
 		}
 	}
 }
 
-// freeChanged is the view's news of one device: one that comes free goes to the longest waiter that
-// can use it; one that stops being free is no longer held.
+// freeChanged is the view's news of one device: one that comes free (or changes while free) goes to
+// the longest waiter that can use it; one that stops being free is no longer held.
 func (a *Allocator) freeChanged(d *netbox.InventoryDevice, free bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -187,22 +236,23 @@ func (a *Allocator) freeChanged(d *netbox.InventoryDevice, free bool) {
 		}
 		return
 	}
+	a.gen++
 	if held {
 		return
 	}
-	if e := a.firstWaiterLocked(d, nil); e != nil {
+	if e := a.firstWaiterLocked(d, nil, nil); e != nil {
 		a.offerLocked(*d, e, a.clock.Now())
 	}
 }
 
-// firstWaiterLocked is the longest waiter before me (all of them when me is nil) that can use d and is
-// not already offered as many as it lacks.
-func (a *Allocator) firstWaiterLocked(d *netbox.InventoryDevice, me *waiter) *waiter {
+// firstWaiterLocked is the longest waiter before `before` (all of them when nil), other than except,
+// that can use d and is not already offered as many as it lacks.
+func (a *Allocator) firstWaiterLocked(d *netbox.InventoryDevice, before, except *waiter) *waiter {
 	for _, e := range a.waiters {
-		if e == me {
+		if e == before {
 			return nil
 		}
-		if e.offered < e.missing && e.match(d) {
+		if e != except && e.offered < e.missing && e.match(d) {
 			return e
 		}
 	}
@@ -234,36 +284,42 @@ func (a *Allocator) unholdLocked(id int32, h hold) {
 	}
 }
 
-// dropLocked lets go of the hold of a host that may still be free: it goes to the longest waiter that
-// can use it (if it is no longer free, that waiter's Take lets go of it and finds another).
-func (a *Allocator) dropLocked(id int32, h hold, now time.Time) {
+// dropLocked lets go of the hold of a host that may still be free: it goes to the longest waiter other
+// than except that can use it (if it is no longer free, that waiter's Take lets go of it).
+func (a *Allocator) dropLocked(id int32, h hold, except *waiter, now time.Time) {
 	a.unholdLocked(id, h)
-	if e := a.firstWaiterLocked(&h.dev, nil); e != nil {
+	if e := a.firstWaiterLocked(&h.dev, nil, except); e != nil {
 		a.offerLocked(h.dev, e, now)
 	}
 }
 
-// waitLocked records (or refreshes) w's waiting for missing more hosts and answers since when.
-func (a *Allocator) waitLocked(w Want, missing int, now time.Time) time.Time {
+// waitLocked records (or refreshes) w's waiting for missing more hosts. Its place is its since (to the
+// second, as the request records it), then its arrival.
+func (a *Allocator) waitLocked(w Want, missing int, now time.Time) *waiter {
 	k := waiterKey{w.UID, w.Role}
 	e := a.byKey[k]
 	if e == nil {
 		a.seq++
-		e = &waiter{waiterKey: k, since: now, seq: a.seq}
+		e = &waiter{waiterKey: k, since: now.Truncate(time.Second), seq: a.seq}
 		a.byKey[k] = e
 		a.waiters = append(a.waiters, e)
+		a.sortLocked()
 	}
 	if !w.Since.IsZero() && w.Since.Before(e.since) {
 		e.since = w.Since
+		a.sortLocked()
 	}
 	e.namespace, e.name, e.match, e.missing, e.seen = w.Namespace, w.Name, w.Match, missing, now
+	return e
+}
+
+func (a *Allocator) sortLocked() {
 	slices.SortStableFunc(a.waiters, func(x, y *waiter) int {
 		if c := x.since.Compare(y.since); c != 0 {
 			return c
 		}
 		return int(x.seq) - int(y.seq)
 	})
-	return e.since
 }
 
 func (a *Allocator) removeLocked(k waiterKey) {
@@ -276,20 +332,20 @@ func (a *Allocator) removeLocked(k waiterKey) {
 	now := a.clock.Now()
 	for id, h := range a.held {
 		if h.waiterKey == k && h.offered {
-			a.dropLocked(id, h, now)
+			a.dropLocked(id, h, nil, now)
 		}
 	}
 }
 
 // expireLocked lets go of what is stale: holds of hosts no longer free, hosts untaken for ttl, and
 // waiters silent for ttl (with what was offered to them).
-func (a *Allocator) expireLocked(now time.Time, isFree func(int32) bool) {
+func (a *Allocator) expireLocked(now time.Time, lookup func(int32) *netbox.InventoryDevice) {
 	for id, h := range a.held {
 		switch {
-		case !isFree(id):
+		case lookup(id) == nil:
 			a.unholdLocked(id, h)
 		case now.Sub(h.at) > a.ttl:
-			a.dropLocked(id, h, now)
+			a.dropLocked(id, h, nil, now)
 		}
 	}
 	for _, e := range slices.Clone(a.waiters) {

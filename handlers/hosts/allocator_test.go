@@ -103,6 +103,10 @@ func (m *allocModel) write(id int32) {
 
 func (m *allocModel) step() string {
 	m.clk.Step(time.Second)
+	if m.rng.Intn(8) == 0 {
+		m.kinds[5] = []string{"a", "b"}[m.rng.Intn(2)] // an administrator edits a host's capability
+		m.write(5)
+	}
 	switch n := m.rng.Intn(10); {
 	case n < 3:
 		m.nextID++
@@ -114,10 +118,18 @@ func (m *allocModel) step() string {
 		return m.release()
 	case n < 7:
 		return m.adminTakes()
-	case n < 9:
+	case n < 8:
 		if r := m.pickWaiting(); r != nil {
 			m.take(r)
 			return "safety net " + r.name
+		}
+		return "nothing"
+	case n < 9:
+		// The spec's selector changes while it waits; the next pass asks with the new one.
+		if r := m.pickWaiting(); r != nil {
+			r.kind = []string{"a", "b", ""}[m.rng.Intn(3)]
+			m.take(r)
+			return "reselect " + r.name + " kind " + r.kind
 		}
 		return "nothing"
 	default:
@@ -188,7 +200,7 @@ func (m *allocModel) take(r *allocReq) {
 		skip[id] = true
 	}
 	kind := r.kind
-	ids, since := m.alloc.Take(hosts.Want{UID: r.name, Name: r.name, Role: "worker", N: r.lacks(), Skip: skip,
+	ids, since := m.alloc.Take(hosts.Want{UID: r.name, Name: r.name, Role: "worker", N: r.lacks(), Skip: skip, Selector: kind,
 		Match: func(d *netbox.InventoryDevice) bool { return d.Free && (kind == "" || d.Capabilities["kind"] == kind) }})
 	for _, id := range ids {
 		if m.owner[id] != "" {

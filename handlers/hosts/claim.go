@@ -15,21 +15,20 @@ import (
 )
 
 // candidateSpread free hosts are listed per empty slot and the slot's candidate drawn among them, within
-// one listing page (maxCandidates): only without the pool's view (listed).
+// one listing page (maxCandidates): only without the pool's view or before its first full listing
+// (listed).
 const (
 	candidateSpread = 8
 	maxCandidates   = 100
 )
 
 // choice is what one pass chose: whether any candidate was recorded (it is claimed in the next pass, as
-// soon as the record is visible), how many hosts each role still lacks, since when the earliest
-// position of those has waited, and whether the view had not had its first full listing yet (the hosts
-// may well be there).
+// soon as the record is visible), how many hosts each role still lacks, and since when the earliest
+// position of those has waited.
 type choice struct {
-	any      bool
-	missing  map[string]int
-	since    time.Time
-	unlisted bool
+	any     bool
+	missing map[string]int
+	since   time.Time
 }
 
 // choose picks candidates for the empty slots, role by role, from the pool's view (allocator.go); the
@@ -69,19 +68,17 @@ func (st *Step) choose(ctx context.Context, c *framework.Cause, req spec.Request
 	}
 	if st.alloc != nil {
 		st.alloc.Keep(string(c.Object.GetUID()), waiting)
-		out.unlisted = len(waiting) > 0 && !st.alloc.Synced()
 	}
 	return out, nil
 }
 
 // candidates answers hosts for the empty positions of one role, and since when the role waits for the
 // rest. From the view: no NetBox call while the role waits (its selector was checked against NetBox's
-// schema when it began to). Before the view's first full listing the role waits like any other, and the
-// listing's free hosts wake the waiters in order: a restart with many requests lists NetBox once, not
-// once per request.
+// schema when it began to). Before the view's first full listing (a moment at start; for good if the
+// inventory cannot list NetBox), by listing NetBox as before.
 func (st *Step) candidates(ctx context.Context, c *framework.Cause, h spec.HostRequest, slots []Slot, empty []*Slot) ([]int32, time.Time, error) {
 	since := waitingSince(empty, c.Now)
-	if st.alloc == nil {
+	if st.alloc == nil || !st.alloc.Synced() {
 		ids, err := st.listed(ctx, h, slots, len(empty))
 		return ids, since, err
 	}
@@ -90,8 +87,12 @@ func (st *Step) candidates(ctx context.Context, c *framework.Cause, h spec.HostR
 	if err != nil {
 		return nil, time.Time{}, inventoryError(err)
 	}
+	recorded := time.Time{}
+	if since.Before(c.Now) {
+		recorded = since
+	}
 	ids, waitingFrom := st.alloc.Take(Want{UID: uid, Namespace: c.Object.GetNamespace(), Name: c.Object.GetName(),
-		Role: h.Role, Match: match, N: len(empty), Skip: idsInUse(slots), Since: since})
+		Role: h.Role, Match: match, Selector: fmt.Sprint(h.Selector), N: len(empty), Skip: idsInUse(slots), Since: recorded})
 	if !waitingFrom.IsZero() {
 		since = waitingFrom
 	}

@@ -25,7 +25,6 @@ type Released struct {
 // checkpoint on the request, then the device back to the pool. Nothing is ever done to a device or an
 // object that is not this request's. NetBox being unusable is a wait naming why (outage.go).
 func (st *Step) Release(ctx context.Context, c *framework.Cause) (Released, error) {
-	st.Forget(string(c.Object.GetUID())) // a request being deleted waits for no host
 	res, err := st.release(ctx, c)
 	if msg, ok := st.netboxWait(err); ok {
 		return Released{Message: msg}, nil

@@ -205,9 +205,6 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	return summarise(slots, releasing, chosen, reg), nil
 }
 
-// waitingForListing is what a position lacking a host waits for before the view's first full listing.
-const waitingForListing = "waiting for the inventory's first listing of NetBox"
-
 // summarise reports one pass: ready only once the surplus is back in the pool (the request reports
 // exactly what it holds), else what it waits for.
 func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg registration) Ensured {
@@ -237,11 +234,7 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 		for _, role := range sortedRoles(chosen.missing) {
 			m = append(m, fmt.Sprintf("%d more for role %s", chosen.missing[role], role))
 		}
-		waiting := v1alpha1.WaitingForFreeHosts
-		if chosen.unlisted {
-			waiting = waitingForListing // not the pool's state: no alarm, no gauge
-		}
-		parts = append(parts, waiting+": "+strings.Join(m, ", ")+", since "+chosen.since.UTC().Format(time.RFC3339))
+		parts = append(parts, v1alpha1.WaitingForFreeHosts+": "+strings.Join(m, ", ")+", since "+chosen.since.UTC().Format(time.RFC3339))
 	}
 	if reg.claimed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d available in Metal3", reg.available, total))

@@ -13,8 +13,9 @@ import (
 // (View.Written); one an administrator frees, within the refresh interval.
 
 // ReadFree runs fn under the view's read lock with its free devices (in no particular order: a map's)
-// and a test of whether one device is free. fn must not keep the devices nor call back into the view.
-func (v *View) ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], isFree func(id int32) bool)) {
+// and a lookup of one free device (nil: not free). fn must not keep the devices nor call back into the
+// view.
+func (v *View) ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], lookup func(id int32) *netbox.InventoryDevice)) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	fn(func(yield func(*netbox.InventoryDevice) bool) {
@@ -23,24 +24,27 @@ func (v *View) ReadFree(fn func(free iter.Seq[*netbox.InventoryDevice], isFree f
 				return
 			}
 		}
-	}, func(id int32) bool {
-		_, ok := v.free[id]
-		return ok
+	}, func(id int32) *netbox.InventoryDevice {
+		if d, ok := v.free[id]; ok {
+			return &d.rec
+		}
+		return nil
 	})
 }
 
-// OnFreeChange adds fn, told of every device that enters the free index (free) or leaves it. It runs
-// under the view's write lock, in the order of the changes; like a sink it must only record (and may
-// wake a request), never block or call back into the view. The lock order is the view's, then fn's.
+// OnFreeChange adds fn, told of every device that enters the free index (free), leaves it, or changes
+// while in it (free again: its fields may now match a selector they did not). It runs under the view's
+// write lock, in the order of the changes; like a sink it must only record (and may wake a request),
+// never block or call back into the view. The lock order is the view's, then fn's.
 func (v *View) OnFreeChange(fn func(dev *netbox.InventoryDevice, free bool)) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.freeHooks = append(v.freeHooks, fn)
 }
 
-// trackFreeLocked keeps the free index for rec, now held as d (nil: gone from the view), and tells the
-// hooks when it enters or leaves.
-func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device) {
+// trackFreeLocked keeps the free index for rec, now held as d (nil: gone from the view; changed: its
+// inventory form changed), and tells the hooks.
+func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device, changed bool) {
 	_, was := v.free[rec.ID]
 	is := d != nil && d.rec.Free
 	if is {
@@ -48,7 +52,7 @@ func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device) {
 	} else if was {
 		delete(v.free, rec.ID)
 	}
-	if is == was {
+	if is == was && !(is && changed) {
 		return
 	}
 	for _, fn := range v.freeHooks {

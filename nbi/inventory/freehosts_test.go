@@ -27,9 +27,9 @@ func TestFreeHostsFollowNetBoxAndAClaimsReadCorrectsThem(t *testing.T) {
 	})
 	freeNow := func() []int32 {
 		var out []int32
-		f.view.ReadFree(func(free iter.Seq[*netbox.InventoryDevice], isFree func(int32) bool) {
+		f.view.ReadFree(func(free iter.Seq[*netbox.InventoryDevice], lookup func(int32) *netbox.InventoryDevice) {
 			for d := range free {
-				require.True(t, isFree(d.ID))
+				require.Equal(t, d, lookup(d.ID))
 				out = append(out, d.ID)
 			}
 		})
@@ -68,4 +68,16 @@ func TestFreeHostsFollowNetBoxAndAClaimsReadCorrectsThem(t *testing.T) {
 	require.False(t, d.Free())
 	require.Equal(t, []int32{1, 3}, freeNow(), "one read corrects the view")
 	require.Equal(t, []string{"netbox-2 taken"}, takeTold())
+
+	// A free host an administrator changes is news (it may match a selector it did not); one deleted in
+	// NetBox leaves the view as soon as a read meets its 404, not at the next full listing.
+	require.NoError(t, f.sim.SetCustom(3, "cpu_cores", int64(64)))
+	require.NoError(t, f.ref.Refresh(ctx, false))
+	require.Equal(t, []string{"netbox-3 free"}, takeTold())
+	require.True(t, f.sim.DeleteDevice(3))
+	_, err = f.nb.GetDevice(ctx, 3)
+	require.True(t, netbox.IsKind(err, netbox.KindNotFound))
+	require.Equal(t, []int32{1}, freeNow())
+	require.Equal(t, []string{"netbox-3 taken"}, takeTold())
+	require.Nil(t, f.resource(t, 3), "gone from the inventory too")
 }

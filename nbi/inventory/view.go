@@ -229,14 +229,18 @@ func (v *View) applyDevices(rows []netbox.InventoryDevice, full bool) {
 	v.emitLocked(changes)
 }
 
-// Written applies the answer of one of the operator's own writes at once (dev nil: the answer was not
-// readable; the next refresh reads the device).
+// Written applies the answer of one of the operator's own writes or reads by id at once (dev nil: the
+// answer was not readable, the next refresh reads the device; dev.Deleted: NetBox has it no more).
 func (v *View) Written(id int32, dev *netbox.InventoryDevice) {
 	if dev == nil {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if dev.Deleted {
+		v.emitLocked(v.removeLocked(id, nil))
+		return
+	}
 	v.emitLocked(v.upsertLocked(dev, nil))
 }
 
@@ -260,14 +264,14 @@ func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Cha
 	entry := v.cfg.resourceEntry(rec, v.owner)
 	if had && bytes.Equal(old.entry.JSON, entry.JSON) {
 		old.rec = *rec
-		v.trackFreeLocked(&old.rec, old)
+		v.trackFreeLocked(&old.rec, old, false)
 		return changes
 	}
 	now := v.clock.Now()
 	var prior *Entry
 	d := &device{rec: *rec, entry: entry}
 	v.devices[rec.ID] = d
-	v.trackFreeLocked(&d.rec, d)
+	v.trackFreeLocked(&d.rec, d, true)
 	v.byResource[entry.ID] = rec.ID
 	v.rev++
 	// The new pool and type are counted before the old ones are released, so a device that stays
@@ -299,7 +303,7 @@ func (v *View) removeLocked(id int32, changes []Change) []Change {
 	now := v.clock.Now()
 	delete(v.devices, id)
 	delete(v.byResource, old.entry.ID)
-	v.trackFreeLocked(&old.rec, nil)
+	v.trackFreeLocked(&old.rec, nil, true)
 	v.rev++
 	changes = append(changes, Change{Kind: KindResource, ID: old.entry.ID, Prior: old.entry, At: now})
 	changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)
