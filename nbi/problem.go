@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // ProblemDetails is the body of every failed request of the provisioning API, and of any path no API
@@ -64,17 +63,30 @@ func (p *Problem) WithHeader(key, value string) *Problem {
 	return p
 }
 
-// AsProblem turns any error into the answer it deserves: a *Problem as it is, a refusal of what the
-// caller sent (*query.Error) with its status and message, anything else an unforeseen 500 whose cause is
-// logged and never echoed.
+// Answerer is an error that knows the answer it deserves, from a package below the shell that does not
+// import it (nbi/query's refusals, nbi/callback's, the subscription store's): the HTTP status, the detail
+// the caller reads, and the seconds after which a retry may succeed (0: no Retry-After). One mapping for
+// every API that meets the error, rather than one copy each.
+type Answerer interface {
+	error
+	HTTPAnswer() (status int, detail string, retryAfter int)
+}
+
+// AsProblem turns any error into the answer it deserves: a *Problem as it is, an Answerer with its status,
+// detail and Retry-After, anything else an unforeseen 500 whose cause is logged and never echoed.
 func AsProblem(err error) *Problem {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
 	}
-	var q *query.Error
-	if errors.As(err, &q) {
-		return &Problem{Code: q.Status, Message: q.Message}
+	var a Answerer
+	if errors.As(err, &a) {
+		code, detail, retry := a.HTTPAnswer()
+		p = &Problem{Code: code, Message: detail}
+		if retry > 0 {
+			p.WithHeader("Retry-After", strconv.Itoa(retry))
+		}
+		return p
 	}
 	return &Problem{Code: http.StatusInternalServerError, Message: Unservable, Cause: err}
 }

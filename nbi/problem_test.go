@@ -26,3 +26,21 @@ func TestQueryRefusalsKeepTheirStatusAndMessage(t *testing.T) {
 	require.Equal(t, "502 down: dial", p.Error())
 	require.EqualError(t, p.Unwrap(), "dial")
 }
+
+// slowAnswer is an error of a package below the shell that knows its answer, retryable.
+type slowAnswer struct{}
+
+func (slowAnswer) Error() string { return "not now" }
+func (slowAnswer) HTTPAnswer() (int, string, int) {
+	return http.StatusServiceUnavailable, "not now; retry later", 5
+}
+
+// An Answerer, however wrapped, is answered as it says, with its Retry-After; none without one.
+func TestAnAnswererIsAnsweredAsItSays(t *testing.T) {
+	p := AsProblem(fmt.Errorf("creating: %w", slowAnswer{}))
+	require.Equal(t, http.StatusServiceUnavailable, p.Code)
+	require.Equal(t, "not now; retry later", p.Message)
+	require.Equal(t, http.Header{"Retry-After": {"5"}}, p.Header)
+	require.NoError(t, p.Unwrap(), "the detail is the caller's; nothing more for the log")
+	require.Nil(t, AsProblem(query.TooLarge()).Header)
+}

@@ -1,13 +1,16 @@
 package alarms
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
 // An alarm cleared by hand is held while its fault lasts: the retention period and the cap drop other
@@ -39,14 +42,21 @@ func TestAlertAlarmsHaveACapOfTheirOwn(t *testing.T) {
 	cfg, err := inventory.ConfigFromEnv(func(string) string { return "" }, "http://netbox.example")
 	require.NoError(t, err)
 	rc := NewReceiver(cfg, &fakeFacts{})
-	n := &AlertNotification{Version: "4"}
+	// What Debian's real Alertmanager posted for one firing alert, its alert repeated with a label and
+	// fingerprint of its own each.
+	var captured AlertNotification
+	require.NoError(t, json.Unmarshal(nbitest.AlertmanagerCapture(t, "firing"), &captured))
+	n := captured
+	n.Alerts = nil
 	for i := 0; i < MaxAlertAlarms+3; i++ {
-		n.Alerts = append(n.Alerts, Alert{Status: "firing", Labels: map[string]string{"alertname": "Test", "i": fmt.Sprint(i)},
-			Fingerprint: fmt.Sprintf("f%04d", i)})
+		a := captured.Alerts[0]
+		a.Labels = maps.Clone(a.Labels)
+		a.Labels["i"], a.Fingerprint = fmt.Sprint(i), fmt.Sprintf("f%04d", i)
+		n.Alerts = append(n.Alerts, a)
 	}
 	require.NoError(t, n.Validate())
 	s := &State{Config: ServiceConfig{RetentionPeriod: DefaultRetentionDays}}
-	changed, raised, cleared, dropped := rc.Apply(s, n, time.Now())
+	changed, raised, cleared, dropped := rc.Apply(s, &n, time.Now())
 	require.True(t, changed)
 	require.Equal(t, MaxAlertAlarms, raised)
 	require.Zero(t, cleared)
@@ -54,9 +64,10 @@ func TestAlertAlarmsHaveACapOfTheirOwn(t *testing.T) {
 	require.Equal(t, MaxAlertAlarms, s.ActiveOf(AlertFiring))
 
 	// A resolved one makes room for the next.
-	n2 := &AlertNotification{Version: "4", Alerts: []Alert{n.Alerts[0], n.Alerts[MaxAlertAlarms]}}
+	n2 := captured
+	n2.Alerts = []Alert{n.Alerts[0], n.Alerts[MaxAlertAlarms]}
 	n2.Alerts[0].Status = "resolved"
-	_, raised, cleared, dropped = rc.Apply(s, n2, time.Now())
+	_, raised, cleared, dropped = rc.Apply(s, &n2, time.Now())
 	require.Equal(t, 1, raised)
 	require.Equal(t, 1, cleared)
 	require.Zero(t, dropped)

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,29 +11,24 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
-// notify posts an Alertmanager notification (checked against the reference's AlertmanagerNotification).
+// notify posts an Alertmanager notification: the one Debian's real Alertmanager posted
+// (nbitest.AlertmanagerCapture) of the first alert's status, carrying alerts in place of its own; checked
+// against the reference's AlertmanagerNotification.
 func (e *env) notify(alerts ...map[string]any) *nbitest.Exchange {
 	e.T.Helper()
-	body := nbitest.JSONBody(e.T, map[string]any{
-		"version": "4", "groupKey": "{}:{}", "truncatedAlerts": 0, "status": alerts[0]["status"], "receiver": "o2ims",
-		"groupLabels": map[string]string{}, "commonLabels": map[string]string{}, "commonAnnotations": map[string]string{},
-		"externalURL": "http://alertmanager.example:9093", "alerts": alerts,
-	})
+	payload := nbitest.AlertmanagerPayload(e.T, alerts[0]["status"].(string))
+	payload["alerts"] = alerts
+	body := nbitest.JSONBody(e.T, payload)
 	nbitest.CheckAlertmanagerNotification(e.T, body)
 	return e.send(http.MethodPost, AlertmanagerPath, body, "application/json")
 }
 
-func alert(status, fingerprint string, labels map[string]string) map[string]any {
-	ends := "0001-01-01T00:00:00Z"
-	if status == "resolved" {
-		ends = time.Now().UTC().Format(time.RFC3339)
-	}
-	return map[string]any{
-		"status": status, "labels": labels, "fingerprint": fingerprint,
-		"annotations": map[string]string{"summary": "it " + status, "runbook_url": "https://runbooks.example/" + labels["alertname"]},
-		"startsAt":    time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), "endsAt": ends,
-		"generatorURL": "http://prometheus.example:9090/graph",
-	}
+// alert is the captured alert of that status (firing, or its resolution) with these labels and
+// fingerprint in place of its own.
+func alert(t testing.TB, status, fingerprint string, labels map[string]string) map[string]any {
+	a := nbitest.CapturedAlert(t, status)
+	a["labels"], a["fingerprint"] = labels, fingerprint
+	return a
 }
 
 // Alerts Alertmanager posts become PrometheusAlertFiring alarms on what their labels name (a host, a
@@ -44,9 +38,9 @@ func TestAlertmanagerAlertsRaiseOneAlarmEachAndResolvedOnesClear(t *testing.T) {
 	e := newEnv(t)
 	req := e.request("alerted", "progressing", "waiting for the Cluster resource")
 	alerts := []map[string]any{
-		alert("firing", "a1", map[string]string{"alertname": "HostDiskFull", "severity": "critical", "netbox_device": "netbox-1"}),
-		alert("firing", "a2", map[string]string{"alertname": "SomethingElse", "severity": "warning"}),
-		alert("firing", "a3", map[string]string{"alertname": "RequestSlow", "provisioning_request": req}),
+		alert(t, "firing", "a1", map[string]string{"alertname": "HostDiskFull", "severity": "critical", "netbox_device": "netbox-1"}),
+		alert(t, "firing", "a2", map[string]string{"alertname": "SomethingElse", "severity": "warning"}),
+		alert(t, "firing", "a3", map[string]string{"alertname": "RequestSlow", "provisioning_request": req}),
 	}
 	for range 2 { // Alertmanager repeats: the same records
 		require.Equal(t, http.StatusNoContent, e.notify(alerts...).Code())
@@ -60,7 +54,9 @@ func TestAlertmanagerAlertsRaiseOneAlarmEachAndResolvedOnesClear(t *testing.T) {
 	require.Equal(t, e.cfg.ResourceID(1), host["resourceID"])
 	require.Equal(t, e.view.Snapshot().Types[0].ID, host["resourceTypeID"])
 	require.EqualValues(t, alarms.SeverityCritical, host["perceivedSeverity"])
-	require.Equal(t, "https://runbooks.example/HostDiskFull", host["extensions"].(map[string]any)["runbookUrl"])
+	annotations := nbitest.CapturedAlert(t, "firing")["annotations"].(map[string]any)
+	require.Equal(t, annotations["runbook_url"], host["extensions"].(map[string]any)["runbookUrl"])
+	require.Equal(t, annotations["summary"], host["extensions"].(map[string]any)["summary"])
 	require.Equal(t, e.cfg.OCloudID.String(), got["SomethingElse"]["resourceID"])
 	require.EqualValues(t, alarms.SeverityWarning, got["SomethingElse"]["perceivedSeverity"])
 	require.Equal(t, e.cfg.OCloudID.String(), got["RequestSlow"]["resourceID"], "no deployment manager: the O-Cloud")
@@ -73,14 +69,17 @@ func TestAlertmanagerAlertsRaiseOneAlarmEachAndResolvedOnesClear(t *testing.T) {
 	e.evaluate()
 	require.Len(t, e.get(v1+"/alarms?filter="+url.QueryEscape("(neq,perceivedSeverity,5)")).Items(t), 3, "the raiser leaves alerts alone")
 
-	require.Equal(t, http.StatusNoContent, e.notify(alert("resolved", "a1", map[string]string{"alertname": "HostDiskFull", "netbox_device": "netbox-1"})).Code())
+	require.Equal(t, http.StatusNoContent, e.notify(alert(t, "resolved", "a1", map[string]string{"alertname": "HostDiskFull", "netbox_device": "netbox-1"})).Code())
 	e.requireCleared(id)
 	require.Equal(t, 1.0, e.metric("o2ims_alarms_cleared_total", map[string]string{"definition": alarms.AlertFiring.Name, "how": "automatic"}))
 
-	// What is not a version 4 notification is refused.
-	bad := nbitest.JSONBody(t, map[string]any{"version": "3", "groupKey": "", "status": "firing", "receiver": "o2ims", "alerts": []any{}})
-	require.Equal(t, http.StatusBadRequest, e.send(http.MethodPost, AlertmanagerPath, bad, "application/json").Code())
-	bad = nbitest.JSONBody(t, map[string]any{"version": "4", "groupKey": "", "status": "firing", "receiver": "o2ims",
-		"alerts": []any{map[string]any{"status": "firing", "labels": map[string]string{}}}})
-	require.Equal(t, http.StatusBadRequest, e.send(http.MethodPost, AlertmanagerPath, bad, "application/json").Code())
+	// What is not a version 4 notification is refused, nor an alert without an alertname.
+	v3 := nbitest.AlertmanagerPayload(t, "firing")
+	v3["version"] = "3"
+	require.Equal(t, http.StatusBadRequest, e.send(http.MethodPost, AlertmanagerPath, nbitest.JSONBody(t, v3), "application/json").Code())
+	unnamed := nbitest.AlertmanagerPayload(t, "firing")
+	delete(unnamed["alerts"].([]any)[0].(map[string]any)["labels"].(map[string]any), "alertname")
+	require.Equal(t, http.StatusBadRequest, e.send(http.MethodPost, AlertmanagerPath, nbitest.JSONBody(t, unnamed), "application/json").Code())
+	require.Equal(t, http.StatusNoContent, e.send(http.MethodPost, AlertmanagerPath, nbitest.AlertmanagerCapture(t, "firing"), "application/json").Code(),
+		"the capture itself is accepted: the refusals above are the field each one changed")
 }

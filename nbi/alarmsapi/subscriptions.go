@@ -10,7 +10,6 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -56,8 +55,14 @@ func (a *API) registerSubscriptions(m *nbi.Mux) {
 	m.Handle("DELETE "+c+"/{alarmSubscriptionId}", nbi.VerbDelete, a.deleteSubscription)
 }
 
-// subscriptionStoreError: the API server (the subscriptions' store) failed; busy is retryable.
-func subscriptionStoreError(err error) *nbi.Problem {
+// subscriptionStoreError: the store refused (an error that knows its answer, nbi.Answerer: the caller's
+// callback, the cap, a resolver to retry), or the API server (the subscriptions' store) failed; busy is
+// retryable.
+func subscriptionStoreError(err error) error {
+	var known nbi.Answerer
+	if errors.As(err, &known) {
+		return err
+	}
 	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
 		return nbi.NewProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").
 			WithHeader("Retry-After", "1").WithCause(err)
@@ -142,7 +147,7 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	created, err := a.subs.Create(ctx, sub)
 	if err != nil {
-		return createError(err)
+		return subscriptionStoreError(err)
 	}
 	if a.created != nil {
 		a.created()
@@ -150,23 +155,6 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Location", r.URL.Path+"/"+created.SubscriptionID)
 	a.mux.Write(w, r, http.StatusCreated, subscriptionAttrs(created))
 	return nil
-}
-
-// createError is the answer to a creation the store refused.
-func createError(err error) error {
-	var inv *inventory.InvalidError
-	if errors.As(err, &inv) {
-		return nbi.NewProblem(http.StatusBadRequest, "%v", err)
-	}
-	var full *inventory.TooManyError
-	if errors.As(err, &full) {
-		return nbi.NewProblem(http.StatusConflict, "%v", err)
-	}
-	var lookup *callback.LookupError
-	if errors.As(err, &lookup) {
-		return nbi.NewProblem(http.StatusServiceUnavailable, "%v; retry later", err).WithHeader("Retry-After", "5")
-	}
-	return subscriptionStoreError(err)
 }
 
 // deleteSubscription removes it: 200 with no body; deliveries stop within the notifier's poll.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
@@ -286,11 +289,9 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 // Every fault the operator raises, and an Alertmanager alert: raise → notify → acknowledge → notify →
 // clear → notify, each notification in order and checked against the reference.
 func TestEveryFaultIsNotifiedRaisedAcknowledgedAndCleared(t *testing.T) {
+	// What Debian's real Alertmanager posted for a firing O2IMSNetBoxErrors and its resolution, as it is.
 	alert := func(e *env, status string) {
-		body := `{"version":"4","groupKey":"{}:{}","status":"` + status + `","receiver":"o2ims","alerts":[{"status":"` + status +
-			`","fingerprint":"f00d0001","labels":{"alertname":"O2IMSNetBoxErrors","severity":"warning"},"startsAt":"` +
-			time.Now().UTC().Format(time.RFC3339) + `"}]}`
-		x := e.send(http.MethodPost, AlertmanagerPath, []byte(body), "application/json")
+		x := e.send(http.MethodPost, AlertmanagerPath, nbitest.AlertmanagerCapture(e.T, status), "application/json")
 		require.Equal(e.T, http.StatusNoContent, x.Code(), string(x.Body))
 	}
 	for _, c := range []struct {
@@ -378,4 +379,39 @@ func TestEveryFaultIsNotifiedRaisedAcknowledgedAndCleared(t *testing.T) {
 			require.Equal(t, []string{"0", "3", "2"}, of(3))
 		})
 	}
+}
+
+// The store's refusals of a creation, pinned whole: a callback the policy refuses is a 400, a resolver
+// that did not answer a 503 with Retry-After, one beyond ALARMS_MAX_SUBSCRIPTIONS a 409 — each detail
+// the refusal's own words.
+func TestAlarmSubscriptionCreationRefusalsAnswerAsTheyAlwaysDid(t *testing.T) {
+	e := newEnv(t)
+	p, err := callback.New(callback.Config{})
+	require.NoError(t, err)
+	e.subs.WithPolicy(p.WithLookup(refusalsLookup))
+	post := func(cb string) *nbitest.Exchange {
+		return e.send(http.MethodPost, subsPath, []byte(`{"callback":"`+cb+`"}`), "application/json")
+	}
+	nbitest.RequireCommonProblem(t, post("http://metadata.example/latest"), http.StatusBadRequest,
+		`callback host "metadata.example" resolves to 169.254.169.254, a link-local address (such as the cloud metadata service): callbacks may not reach inside the O-Cloud`, "")
+	nbitest.RequireCommonProblem(t, post("http://smo.slow.example/"), http.StatusServiceUnavailable,
+		`callback host "smo.slow.example" could not be resolved right now: lookup smo.slow.example: i/o timeout; retry later`, "5")
+	e.subs.WithMax(1)
+	require.Equal(t, http.StatusCreated, post("http://smo.example/").Code())
+	nbitest.RequireCommonProblem(t, post("http://smo.example/"), http.StatusConflict,
+		"there are already 1 subscriptions, the most this O-Cloud keeps (ALARMS_MAX_SUBSCRIPTIONS); delete one first", "")
+}
+
+// refusalsLookup resolves without DNS: smo.example outside, metadata.example to the metadata address,
+// smo.slow.example not at all (the resolver timed out).
+func refusalsLookup(_ context.Context, host string) ([]netip.Addr, error) {
+	switch host {
+	case "smo.example":
+		return []netip.Addr{netip.MustParseAddr("198.51.100.7")}, nil
+	case "metadata.example":
+		return []netip.Addr{netip.MustParseAddr("169.254.169.254")}, nil
+	case "smo.slow.example":
+		return nil, &net.DNSError{Err: "i/o timeout", Name: host, IsTimeout: true}
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }

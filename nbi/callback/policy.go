@@ -476,6 +476,12 @@ func (e *LookupError) Error() string {
 
 func (e *LookupError) Unwrap() error { return e.Err }
 
+// HTTPAnswer is how the NBI answers a subscription whose callback it met (nbi.Answerer): 503, retry in 5 s
+// — the resolver may answer then, and the caller did nothing wrong.
+func (e *LookupError) HTTPAnswer() (status int, detail string, retryAfter int) {
+	return http.StatusServiceUnavailable, e.Error() + "; retry later", 5
+}
+
 // Control is a net.Dialer Control hook: it refuses a connection to an address the policy refuses, on the
 // address about to be connected to (after every resolution).
 func (p *Policy) Control(_, address string, _ syscall.RawConn) error {

@@ -121,24 +121,8 @@ func (n *Notifier) Start(ctx context.Context) error {
 		return nil
 	}
 	defer n.set.end()
-	subTick := n.cfg.Clock.NewTicker(n.cfg.SubscriptionPoll)
-	dmTick := n.cfg.Clock.NewTicker(n.cfg.ManagerPoll)
-	persistTick := n.cfg.Clock.NewTicker(n.cfg.PersistEvery)
-	defer subTick.Stop()
-	defer dmTick.Stop()
-	defer persistTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-subTick.C():
-			n.set.sync(ctx)
-		case <-dmTick.C():
-			n.pollManagers()
-		case <-persistTick.C():
-			n.set.persist(ctx)
-		}
-	}
+	schedule(ctx, n.cfg, n.set, n.cfg.ManagerPoll, func(context.Context) { n.pollManagers() })
+	return nil
 }
 
 // begin attaches to the view (atomically taking its objects as the current state), adds the deployment

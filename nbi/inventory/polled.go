@@ -82,26 +82,15 @@ func (n *PolledNotifier) Start(ctx context.Context) error {
 	n.set.begin(ctx)
 	defer n.set.end()
 	n.set.sync(ctx)
-	subTick := n.cfg.Clock.NewTicker(n.cfg.SubscriptionPoll)
-	readTick := n.cfg.Clock.NewTicker(n.src.Every)
-	persistTick := n.cfg.Clock.NewTicker(n.cfg.PersistEvery)
-	defer subTick.Stop()
-	defer readTick.Stop()
-	defer persistTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-subTick.C():
-			n.set.sync(ctx)
-		case <-readTick.C():
-			if cur, err := n.src.Read(ctx); err == nil {
-				n.set.kindChanged(n.src.Kind, cur)
-			} else {
-				n.log.Debug("reading the objects to notify of failed; next poll", zap.Error(err))
-			}
-		case <-persistTick.C():
-			n.set.persist(ctx)
-		}
+	schedule(ctx, n.cfg, n.set, n.src.Every, n.poll)
+	return nil
+}
+
+// poll diffs what Read answers now against the state; a failed read waits for the next poll.
+func (n *PolledNotifier) poll(ctx context.Context) {
+	if cur, err := n.src.Read(ctx); err == nil {
+		n.set.kindChanged(n.src.Kind, cur)
+	} else {
+		n.log.Debug("reading the objects to notify of failed; next poll", zap.Error(err))
 	}
 }

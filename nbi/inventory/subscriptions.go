@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -55,6 +56,11 @@ type InvalidError struct{ Message string }
 
 func (e *InvalidError) Error() string { return e.Message }
 
+// HTTPAnswer is how the NBI answers it (nbi.Answerer), in both subscription APIs: 400, its message.
+func (e *InvalidError) HTTPAnswer() (status int, detail string, retryAfter int) {
+	return http.StatusBadRequest, e.Message, 0
+}
+
 // ErrSubscriptionNotFound: no subscription has that id.
 var ErrSubscriptionNotFound = errors.New("subscription not found")
 
@@ -71,6 +77,12 @@ func (e *TooManyError) Error() string {
 		env = "INVENTORY_MAX_SUBSCRIPTIONS"
 	}
 	return fmt.Sprintf("there are already %d subscriptions, the most this O-Cloud keeps (%s); delete one first", e.Max, env)
+}
+
+// HTTPAnswer is how the NBI answers it (nbi.Answerer), in both subscription APIs: 409, a conflict with
+// the subscriptions stored, which a deletion resolves.
+func (e *TooManyError) HTTPAnswer() (status int, detail string, retryAfter int) {
+	return http.StatusConflict, e.Error(), 0
 }
 
 // Validate checks what the caller may send: an absolute http or https callback with a host and no

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -34,8 +33,14 @@ func (s *subscriptions) register(m *nbi.Mux) {
 	m.Handle("DELETE "+c+"/{subscriptionId}", nbi.VerbDelete, s.delete)
 }
 
-// subscriptionStoreError: the API server (the subscriptions' store) failed; busy is retryable.
-func subscriptionStoreError(err error) *nbi.Problem {
+// subscriptionStoreError: the store refused (an error that knows its answer, nbi.Answerer: the caller's
+// callback, the cap, a resolver to retry), or the API server (the subscriptions' store) failed; busy is
+// retryable.
+func subscriptionStoreError(err error) error {
+	var known nbi.Answerer
+	if errors.As(err, &known) {
+		return err
+	}
 	if apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) {
 		return nbi.NewProblem(http.StatusServiceUnavailable, "the Kubernetes API server is busy; retry later").WithCause(err)
 	}
@@ -102,18 +107,6 @@ func (s *subscriptions) create(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	created, err := s.store.Create(ctx, sub)
 	if err != nil {
-		var inv *inventory.InvalidError
-		if errors.As(err, &inv) {
-			return nbi.NewProblem(http.StatusBadRequest, "%v", err)
-		}
-		var full *inventory.TooManyError
-		if errors.As(err, &full) {
-			return nbi.NewProblem(http.StatusConflict, "%v", err)
-		}
-		var lookup *callback.LookupError
-		if errors.As(err, &lookup) {
-			return nbi.NewProblem(http.StatusServiceUnavailable, "%v; retry later", err).WithHeader("Retry-After", "5")
-		}
 		return subscriptionStoreError(err)
 	}
 	if s.created != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -358,4 +359,29 @@ func TestSubscriptionsAreBoundedAndTheirSeriesGoWithThem(t *testing.T) {
 		"the deleted subscription's series stayed: %v", series())
 	require.NotContains(t, promtest.Gather(t, reg).ByLabel("o2ims_inventory_notification_queue_depth", "subscription"), a)
 	se.subscribe(r.URL(), "") // room again
+}
+
+// The store's refusals of a creation, pinned whole: a callback the policy refuses is a 400, a resolver
+// that did not answer a 503 with Retry-After, one beyond INVENTORY_MAX_SUBSCRIPTIONS a 409 — each detail
+// the refusal's own words.
+func TestSubscriptionCreationRefusalsAnswerAsTheyAlwaysDid(t *testing.T) {
+	se := newSubsEnv(t)
+	slow := func(ctx context.Context, host string) ([]netip.Addr, error) {
+		if host == "smo.slow.example" {
+			return nil, &net.DNSError{Err: "i/o timeout", Name: host, IsTimeout: true}
+		}
+		return testLookup(ctx, host)
+	}
+	se.subs.WithPolicy(testPolicy(t, callback.Config{}, slow))
+	post := func(cb string) *nbitest.Exchange {
+		return se.send(http.MethodPost, subsPath, []byte(`{"callback":"`+cb+`"}`))
+	}
+	nbitest.RequireCommonProblem(t, post("http://metadata.example.com/latest"), http.StatusBadRequest,
+		`callback host "metadata.example.com" resolves to 169.254.169.254, a link-local address (such as the cloud metadata service): callbacks may not reach inside the O-Cloud`, "")
+	nbitest.RequireCommonProblem(t, post("http://smo.slow.example/"), http.StatusServiceUnavailable,
+		`callback host "smo.slow.example" could not be resolved right now: lookup smo.slow.example: i/o timeout; retry later`, "5")
+	se.subs.WithMax(1)
+	require.Equal(t, http.StatusCreated, post("https://smo.example.com/").Code())
+	nbitest.RequireCommonProblem(t, post("https://smo.example.com/"), http.StatusConflict,
+		"there are already 1 subscriptions, the most this O-Cloud keeps (INVENTORY_MAX_SUBSCRIPTIONS); delete one first", "")
 }

@@ -19,6 +19,11 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// HTTPAnswer is how the NBI answers it (nbi.Answerer): its status and message, no Retry-After.
+func (e *Error) HTTPAnswer() (status int, detail string, retryAfter int) {
+	return e.Status, e.Message, 0
+}
+
 func errorf(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Message: fmt.Sprintf(format, args...)}
 }

@@ -89,8 +89,9 @@ func ShippedAlertmanagerConfig(t testing.TB, nbiURL, wantPath, tokenFile, caFile
 }
 
 // StartAlertmanager runs the binary on config, on a loopback port with its own data directory and no
-// cluster, until the test ends (its log shown if the test failed); it answers its URL.
-func StartAlertmanager(t testing.TB, bin string, config []byte) string {
+// cluster, until the test ends (its log shown if the test failed); it answers its URL. flags are added to
+// its command line.
+func StartAlertmanager(t testing.TB, bin string, config []byte, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "alertmanager.yml")
@@ -101,8 +102,9 @@ func StartAlertmanager(t testing.TB, bin string, config []byte) string {
 	logPath := filepath.Join(dir, "alertmanager.log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--cluster.listen-address=", "--log.level=debug")
+	args := append([]string{"--config.file=" + cfgPath, "--storage.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr, "--cluster.listen-address=", "--log.level=debug"}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
