@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 
@@ -84,15 +85,7 @@ spec:
 	assert.Contains(t, string(body), a["alarmDefinitionID"].(string))
 
 	// Alertmanager's webhook: a firing alert is an alarm on the O-Cloud, its resolution clears it.
-	post := func(status string) {
-		code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alertmanager", map[string]any{
-			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
-			"alerts": []any{map[string]any{"status": status, "fingerprint": "e2e0001",
-				"labels":   map[string]string{"alertname": "O2IMSOperatorNotReady", "severity": "warning"},
-				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
-		})
-		require.Equal(t, http.StatusNoContent, code, string(body))
-	}
+	post := func(status string) { postAlert(t, operator.NBIURL, "e2e0001", "O2IMSOperatorNotReady", status) }
 	post("firing")
 	amList := operator.NBIURL + monBase + "/alarms?filter=" + url.QueryEscape("(eq,extensions/alertname,O2IMSOperatorNotReady)")
 	code, _, body = call(t, http.MethodGet, amList, nil)
@@ -128,13 +121,7 @@ func TestAlarmsUndeliveredAtSIGKILLAreNotifiedAfterRestartInOrder(t *testing.T) 
 
 	post := func(fingerprint, alertname, status string) {
 		t.Helper()
-		code, _, body := call(t, http.MethodPost, operator.NBIURL+monBase+"/alertmanager", map[string]any{
-			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
-			"alerts": []any{map[string]any{"status": status, "fingerprint": fingerprint,
-				"labels":   map[string]string{"alertname": alertname, "severity": "warning"},
-				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
-		})
-		require.Equal(t, http.StatusNoContent, code, string(body))
+		postAlert(t, operator.NBIURL, fingerprint, alertname, status)
 	}
 	smoRecv.Fail(http.StatusServiceUnavailable)
 	post("e2ekill01", "O2IMSKillFirst", "firing")
@@ -214,13 +201,7 @@ func TestAlarmNotificationsFailOverToTheSurvivingReplica(t *testing.T) {
 
 	post := func(nbiURL, status string) {
 		t.Helper()
-		code, _, body := call(t, http.MethodPost, nbiURL+monBase+"/alertmanager", map[string]any{
-			"version": "4", "groupKey": "{}:{}", "status": status, "receiver": "o2ims",
-			"alerts": []any{map[string]any{"status": status, "fingerprint": "e2efailover01",
-				"labels":   map[string]string{"alertname": "O2IMSFailoverAlert", "severity": "warning"},
-				"startsAt": time.Now().UTC().Format(time.RFC3339)}},
-		})
-		require.Equal(t, http.StatusNoContent, code, string(body))
+		postAlert(t, nbiURL, "e2efailover01", "O2IMSFailoverAlert", status)
 	}
 	smoRecv.Fail(http.StatusServiceUnavailable)
 	post(leader.NBIURL, "firing")
@@ -242,4 +223,27 @@ func TestAlarmNotificationsFailOverToTheSurvivingReplica(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return len(events()) >= 2 }, "the clearing was never delivered")
 	time.Sleep(500 * time.Millisecond)
 	assert.Equal(t, []string{"0", "2"}, events(), "NEW by the survivor after the failover, then CLEAR; nothing twice")
+}
+
+// postAlert posts to the NBI's Alertmanager webhook what the real Alertmanager posted (the capture of
+// status, "firing" or "resolved": nbitest.AlertmanagerCapture), renamed to alertname with fingerprint
+// and severity warning, wherever the capture names its alert.
+func postAlert(t *testing.T, nbiURL, fingerprint, alertname, status string) {
+	t.Helper()
+	p := nbitest.AlertmanagerPayload(t, status)
+	alert := p["alerts"].([]any)[0].(map[string]any)
+	alert["fingerprint"] = fingerprint
+	for _, labels := range []any{alert["labels"], p["groupLabels"], p["commonLabels"]} {
+		if m, ok := labels.(map[string]any); ok {
+			if _, named := m["alertname"]; named {
+				m["alertname"] = alertname
+			}
+			if _, graded := m["severity"]; graded {
+				m["severity"] = "warning"
+			}
+		}
+	}
+	alert["labels"].(map[string]any)["severity"] = "warning"
+	code, _, body := call(t, http.MethodPost, nbiURL+monBase+"/alertmanager", p)
+	require.Equal(t, http.StatusNoContent, code, string(body))
 }
