@@ -69,14 +69,15 @@ func stoppedNote(stopped string) string {
 	return " (4b stopped at " + stopped + ")"
 }
 
-// outcome: "1 000 fulfilled in 42.1 s", or what was reached by nbScaleMax.
+// outcome: "1000 of 1000 fulfilled in 42.1s", or what was reached by nbScaleMax after the creates.
 func (s nbScale) outcome() string {
+	if !s.Settled {
+		return fmt.Sprintf("not settled: %d of %d fulfilled, %d failed %s after the first create (followed for %s after the last)",
+			s.Fulfilled, s.Requests, s.Failed, s.Took.Round(100*time.Millisecond), nbScaleMax)
+	}
 	out := fmt.Sprintf("%d of %d fulfilled in %s", s.Fulfilled, s.Requests, s.Took.Round(100*time.Millisecond))
 	if s.Failed > 0 {
 		out += fmt.Sprintf(", %d failed", s.Failed)
-	}
-	if !s.Settled {
-		out += fmt.Sprintf(" (not settled within %s)", nbScaleMax)
 	}
 	return out
 }
