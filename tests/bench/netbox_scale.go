@@ -169,6 +169,8 @@ func (b *nbBench) uncontended(ctx context.Context, r *nbScaleResult) error {
 			return fmt.Errorf("request %d: %w", i, err)
 		}
 		if tr.counts()[v1alpha1.StateFailed] > 0 {
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
 			return fmt.Errorf("an uncontended request failed: %v", tr.message)
 		}
 	}

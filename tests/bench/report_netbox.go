@@ -236,8 +236,9 @@ func (r *report) netboxScaleAtScale(p printer) {
 	rf, sc := n.Refresh, n.Scale
 	if rf.Measured {
 		p("**6. The refresh at %d devices**: every request deleted, the pool grown from %d to %d devices (with their BMC "+
-			"credentials, a Secret per hundred), and, once the view held them all, one refresh let pass (it re-reads "+
-			"the last seconds of changes: the overlap). Then, from right after it, %.0f refreshes in %s with "+
+			"credentials, a Secret per hundred), and, once the view held them all, refreshes let pass until one listed "+
+			"the changed devices in one page (those right after the growth re-read its last seconds: their overlap). "+
+			"Then, from right after it, %.0f refreshes in %s with "+
 			"NetBox idle: **%d calls = %.2f per refresh** (target ≤ %.0f: %s): %s; other calls %d. Operator RSS %s.\n\n",
 			rf.Devices, n.Hosts, rf.Devices, rf.Refreshes, rf.For.Round(time.Second), rf.Calls.Refresh, rf.perRefresh(),
 			targetNBRefresh, yes(rf.Refreshes > 0 && rf.perRefresh() <= targetNBRefresh), rf.Calls.describe(), rf.Calls.Other, mib(rf.RSS))
