@@ -3,6 +3,8 @@ package netboxsim
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -120,6 +122,38 @@ func (s *Server) Calls(method, route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method+" "+route]
+}
+
+// CallRecord is one request that reached a route (as Calls counts it), with its query: what tells the
+// kinds of one route apart, e.g. a changes-only device listing (last_updated__gte) from a search.
+type CallRecord struct {
+	Method, Route string
+	Query         url.Values
+	At            time.Time // when it arrived (Options.Clock)
+}
+
+// LogCalls starts (true) or stops recording every call in CallLog; it is off by default, so that a
+// long-running simulator does not grow. What was recorded is kept.
+func (s *Server) LogCalls(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logCalls = on
+}
+
+// CallLog returns the calls recorded while LogCalls was on, in arrival order.
+func (s *Server) CallLog() []CallRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]CallRecord, len(s.callLog))
+	for i, c := range s.callLog {
+		q := make(url.Values, len(c.Query))
+		for k, vs := range c.Query {
+			q[k] = slices.Clone(vs)
+		}
+		c.Query = q
+		out[i] = c
+	}
+	return out
 }
 
 // PatchLog returns every device PATCH received, in arrival order.

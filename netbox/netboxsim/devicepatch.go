@@ -12,7 +12,7 @@ import (
 func (s *Server) recordAbandonedPatch(r *http.Request, id int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.patchLog = append(s.patchLog, PatchRecord{DeviceID: id, IfMatch: r.Header.Get("If-Match")})
+	s.patchLog = append(s.patchLog, PatchRecord{DeviceID: id, IfMatch: r.Header.Get("If-Match"), At: s.opts.Clock()})
 }
 
 func (s *Server) handleDevicePatch(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +40,7 @@ func (s *Server) handleDevicePatch(w http.ResponseWriter, r *http.Request) {
 	status, resp, etag, drop := s.applyPatchLocked(id, rec.IfMatch, body, decodeErr, baseURL(r))
 	rec.Status = status
 	rec.Committed = status == http.StatusOK
+	rec.At = s.opts.Clock()
 	if drop {
 		rec.Status, rec.Dropped = 0, true
 	}

@@ -167,7 +167,7 @@ func (s *Server) handleDeviceList(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{badParam: []string{badMsg}}, "")
 		return
 	}
-	var rows []any
+	var kept []*device
 	for _, d := range s.sortedDevicesLocked() {
 		keep := true
 		for _, p := range preds {
@@ -177,11 +177,17 @@ func (s *Server) handleDeviceList(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if keep {
-			rows = append(rows, s.renderDeviceLocked(d, base))
+			kept = append(kept, d)
 		}
 	}
+	// Only the page is rendered: a search of a large pool renders a page, not the pool.
+	from, to := s.pageBounds(q, len(kept))
+	page := make([]any, 0, to-from)
+	for _, d := range kept[from:to] {
+		page = append(page, s.renderDeviceLocked(d, base))
+	}
 	s.mu.Unlock()
-	s.writePage(w, r, rows)
+	s.writePageOf(w, r, len(kept), page)
 }
 
 func (s *Server) handleDeviceGet(w http.ResponseWriter, r *http.Request) {

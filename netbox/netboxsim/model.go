@@ -95,6 +95,9 @@ type PatchRecord struct {
 	Status    int
 	Committed bool
 	Dropped   bool
+	// At is when the simulator answered it (Options.Clock): for a committed PATCH, when the change
+	// became visible to every reader.
+	At time.Time
 }
 
 // ETag renders the weak ETag NetBox 4.6 derives from last_updated

@@ -9,8 +9,13 @@ import (
 
 // writePage applies NetBox's LimitOffset paging and DRF's link building.
 func (s *Server) writePage(w http.ResponseWriter, r *http.Request, rows []any) {
-	q := r.URL.Query()
-	limit := s.opts.PageSize
+	from, to := s.pageBounds(r.URL.Query(), len(rows))
+	s.writePageOf(w, r, len(rows), rows[from:to])
+}
+
+// pageWindow is the limit and offset a list request asks for.
+func (s *Server) pageWindow(q url.Values) (limit, offset int) {
+	limit = s.opts.PageSize
 	if limit > s.opts.MaxPageSize {
 		limit = s.opts.MaxPageSize
 	}
@@ -21,15 +26,28 @@ func (s *Server) writePage(w http.ResponseWriter, r *http.Request, rows []any) {
 			limit = v
 		}
 	}
-	offset := 0
 	if v, err := strconv.Atoi(q.Get("offset")); err == nil && v > 0 {
 		offset = v
 	}
-	count := len(rows)
-	page := []any{}
-	if offset < count {
-		end := min(offset+limit, count)
-		page = rows[offset:end]
+	return limit, offset
+}
+
+// pageBounds are the indexes [from, to) of the page among count rows: only those need rendering, as
+// NetBox's database reads only the page (LIMIT/OFFSET).
+func (s *Server) pageBounds(q url.Values, count int) (from, to int) {
+	limit, offset := s.pageWindow(q)
+	if offset >= count {
+		return count, count
+	}
+	return offset, min(offset+limit, count)
+}
+
+// writePageOf answers page, the rows pageBounds chose among count, with DRF's links.
+func (s *Server) writePageOf(w http.ResponseWriter, r *http.Request, count int, page []any) {
+	q := r.URL.Query()
+	limit, offset := s.pageWindow(q)
+	if page == nil {
+		page = []any{}
 	}
 	self := baseURL(r) + r.URL.Path
 	var next, prev any

@@ -91,6 +91,9 @@ func (s *Server) serve(route, method string, h http.HandlerFunc) http.Handler {
 
 		s.mu.Lock()
 		s.calls[key]++
+		if s.logCalls {
+			s.callLog = append(s.callLog, CallRecord{Method: r.Method, Route: route, Query: r.URL.Query(), At: s.opts.Clock()})
+		}
 		delay := s.latency[key]
 		s.mu.Unlock()
 

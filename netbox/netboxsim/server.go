@@ -52,6 +52,8 @@ type Server struct {
 	lastStamp  time.Time
 
 	calls     map[string]int
+	callLog   []CallRecord
+	logCalls  bool // LogCalls
 	patchLog  []PatchRecord
 	faults    []*Fault
 	latency   map[string]time.Duration

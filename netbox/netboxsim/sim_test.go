@@ -509,3 +509,40 @@ func TestOutageAnswersEveryRouteUntilCleared(t *testing.T) {
 	resp, _ = r.do("GET", "/api/status/", nil, "")
 	assert.Equal(t, 200, resp.StatusCode)
 }
+
+func TestCallLogTellsListingsApartAndPatchesAreTimed(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
+	s, base := start(t, netboxsim.Options{Clock: clock})
+	seedStandard(s)
+	id := s.AddDevice(netboxsim.Device{Custom: map[string]any{"o2ims_managed": true}})
+	r := raw{t, base}
+
+	r.do("GET", "/api/dcim/devices/?status=staged", nil, "")
+	assert.Empty(t, s.CallLog(), "off by default")
+	s.LogCalls(true)
+	r.do("GET", "/api/dcim/devices/?last_updated__gte=2026-01-01T00:00:00Z&limit=1000", nil, "")
+	r.do("GET", "/api/dcim/devices/?status=staged&cf_o2ims_managed=true", nil, "")
+	resp, _ := r.do("PATCH", fmt.Sprintf("/api/dcim/devices/%d/", id), nil, `{"status":"active"}`)
+	require.Equal(t, 200, resp.StatusCode)
+	s.LogCalls(false)
+	r.do("GET", "/api/dcim/sites/", nil, "")
+
+	log := s.CallLog()
+	require.Len(t, log, 3, "only while on")
+	assert.Equal(t, []string{"GET", netboxsim.RouteDevices}, []string{log[0].Method, log[0].Route})
+	assert.Equal(t, "2026-01-01T00:00:00Z", log[0].Query.Get("last_updated__gte"))
+	assert.Equal(t, "staged", log[1].Query.Get("status"))
+	assert.False(t, log[1].Query.Has("last_updated__gte"))
+	assert.Equal(t, []string{"PATCH", netboxsim.RouteDevice}, []string{log[2].Method, log[2].Route})
+	assert.True(t, log[0].At.Before(log[1].At) && log[1].At.Before(log[2].At), "arrival times from the clock")
+	assert.Equal(t, 3, s.Calls("GET", netboxsim.RouteDevices), "the counters are unchanged")
+
+	log[0].Query.Set("last_updated__gte", "changed")
+	assert.Equal(t, "2026-01-01T00:00:00Z", s.CallLog()[0].Query.Get("last_updated__gte"), "a copy")
+
+	patches := s.PatchLog()
+	require.Len(t, patches, 1)
+	assert.True(t, patches[0].At.After(log[2].At), "answered after it arrived")
+}

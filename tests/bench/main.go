@@ -34,19 +34,21 @@ type config struct {
 	hosts       int
 	seq         int
 	race        int
-	named       int
-	firstPages  int
-	fullLists   int
-	loadFor     time.Duration
-	clients     int
-	maxForeign  float64
-	budget      time.Duration
-	skipGo      bool
-	only        string
-	cpuProfile  string
-	command     string
-	started     time.Time
-	interferers []string
+	// Section 4b (NetBox, issue 27).
+	nbWaiters, nbDevices, nbScaleRequests int
+	named                                 int
+	firstPages                            int
+	fullLists                             int
+	loadFor                               time.Duration
+	clients                               int
+	maxForeign                            float64
+	budget                                time.Duration
+	skipGo                                bool
+	only                                  string
+	cpuProfile                            string
+	command                               string
+	started                               time.Time
+	interferers                           []string
 }
 
 func main() {
@@ -60,6 +62,9 @@ func main() {
 	flag.IntVar(&c.hosts, "hosts", 20, "NetBox hosts")
 	flag.IntVar(&c.seq, "netbox-seq", 5, "uncontended requests (1 control-plane + 2 workers each)")
 	flag.IntVar(&c.race, "netbox-race", 50, "requests for one host each, created at once")
+	flag.IntVar(&c.nbWaiters, "netbox-waiters", 20, "4b: requests waiting over the exhausted pool, each served by a release (the release → claim samples)")
+	flag.IntVar(&c.nbDevices, "netbox-devices", 10000, "4b: NetBox devices in the pool for the idle refresh and the scale run")
+	flag.IntVar(&c.nbScaleRequests, "netbox-scale-requests", 1000, "4b: requests × 1 host created at once over --netbox-devices")
 	flag.IntVar(&c.named, "named", 5000, "named GETs timed")
 	flag.IntVar(&c.firstPages, "first-pages", 500, "first-page list GETs timed")
 	flag.IntVar(&c.fullLists, "full-lists", 30, "full lists (every page) timed")
@@ -68,7 +73,7 @@ func main() {
 	flag.Float64Var(&c.maxForeign, "max-foreign", 0.25, "cores other processes may use during a section before it is run again")
 	flag.DurationVar(&c.budget, "budget", 7*time.Minute, "no re-run starts after this much time")
 	flag.BoolVar(&c.skipGo, "skip-go", false, "skip the Go benchmarks (development)")
-	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI) or stack \"c\" (memory)")
+	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI), stack \"c\" (memory) \"netbox\" (sections 4 and 4b) or \"4b\"")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "development: save the operator's CPU profile over each load run, then its allocations and live heap, in this directory")
 	flag.Parse()
 	cpuProfileDir = c.cpuProfile
@@ -144,8 +149,14 @@ func run(ctx context.Context, c *config) error {
 	}
 
 	// 2a + 4: stack A, the operator as shipped (default client limits), 20 NetBox hosts.
-	if c.only == "" || c.only == "a" {
+	if c.only == "" || c.only == "a" || c.only == "netbox" {
 		if err := stackA(ctx, c, rep); err != nil {
+			return err
+		}
+	}
+	// 4b: stack N, NetBox claims, waiting and the refresh (issue 27).
+	if c.only == "" || c.only == "netbox" || c.only == "4b" {
+		if err := stackNetBox(ctx, c, rep); err != nil {
 			return err
 		}
 	}
@@ -194,7 +205,7 @@ func stackA(ctx context.Context, c *config, rep *report) error {
 	defer st.Stop()
 	// Two runs, reported by their mean: the issue measured the peer so, and one run of this burst varies
 	// by a tenth on this machine.
-	for attempt := 1; attempt <= 2; attempt++ {
+	for attempt := 1; attempt <= 2 && c.only != "netbox"; attempt++ {
 		run := fmt.Sprintf("load-default-%d", attempt)
 		say(c, "2. load, default client limits: %d requests at once (run %d)", c.n, attempt)
 		op, err := startSelected(ctx, st, run, false)

@@ -41,6 +41,7 @@ type report struct {
 
 	NetBox        netboxResult
 	NetBoxForeign float64
+	NetBoxScale   nbScaleResult // section 4b
 
 	Failover        stack.FailoverResult
 	FailoverCPU     cpuWindow
@@ -114,6 +115,7 @@ func (r *report) markdown(c *config) string {
 	r.loadSection(p)
 	r.nbiLatencySection(p)
 	r.netboxSection(p)
+	r.netboxScaleSection(p)
 	r.nbiLoadSection(p)
 	r.failoverSection(p)
 	r.memorySection(p)
@@ -158,6 +160,7 @@ func (r *report) summary(p printer) {
 	p("| NetBox calls per claimed host ≤ %.0f | %.2f (uncontended) | %s |\n", targetNetBoxCall, perHost, yes(perHost <= targetNetBoxCall))
 	p("| NetBox race: no host claimed twice | %d requests × 1 host over %d hosts: %d claims committed, %d × 412, %d double claims | %s |\n",
 		nb.RaceRequests, nb.Hosts, nb.RaceCommitted, nb.Race412, len(nb.DoubleClaims), yes(len(nb.DoubleClaims) == 0 && nb.RaceCommitted == min(nb.Hosts, nb.RaceRequests)))
+	r.netboxScaleSummary(p)
 	s, mx, _ := r.NBILoad.rssStats()
 	plateau, end, _, isFlat := r.NBILoad.flatness()
 	p("| NBI load: 0 errors, flat memory | %d errors in %d requests; RSS %s at start, %s after %d s of warm-up, %s at the end (max %s) | %s |\n",
