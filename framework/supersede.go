@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,7 @@ type heldWrite struct {
 	tokens int
 	res    []*rate.Reservation
 	due    time.Time                  // when the reserved tokens are ours (the limiter's clock: real time)
+	since  time.Time                  // when it was first held
 	cached *unstructured.Unstructured // the latest object seen, for its events if it disappears first
 }
 
@@ -203,12 +205,31 @@ func (p *pass) hold(writes int) (ctx context.Context, wait time.Duration, held b
 		}
 	}
 	if wait := h.due.Sub(now); wait > 0 {
+		if h.since.IsZero() {
+			h.since = now
+		}
 		h.patch, h.cached = p.patch, p.cached
 		p.own.held = h
 		return nil, wait, true
 	}
+	if !h.since.IsZero() {
+		p.c.observeHeld(now.Sub(h.since))
+	}
 	p.own.held = nil
 	return withPrepaid(p.ctx, h.tokens), 0, false
+}
+
+// observeHeld counts a held write's wait as time in the client-side limiter
+// (rest_client_rate_limiter_duration_seconds), where it would have been spent without holding: the
+// O2IMSKubeAPIRateLimited alert reads it. The request's own pass through the limiter adds ~0.
+func (c *controller) observeHeld(wait time.Duration) {
+	host := ""
+	if cfg := c.op.clients.Config; cfg != nil {
+		if u, err := url.Parse(cfg.Host); err == nil {
+			host = u.Host
+		}
+	}
+	restRateLimiter.WithLabelValues("PATCH", host).Observe(wait.Seconds())
 }
 
 // dropHeld gives a held write's reservation back; its changes are in the pass's patch (absorbHeld).
