@@ -16,7 +16,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,14 +25,13 @@ import (
 )
 
 type options struct {
-	kubeconfig, metrics, probes string
-	qps                         float64
-	burst, workers              int
+	metrics, probes string
+	qps             float64
+	burst, workers  int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the identity to run as")
 	flag.Float64Var(&o.qps, "kube-api-qps", 100, "client-side limit of each kind's client (controller-runtime's per-kind REST clients)")
 	flag.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of each kind's client")
 	flag.IntVar(&o.workers, "workers", 8, "MaxConcurrentReconciles (the operator's --workers)")
@@ -48,7 +46,8 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	// --kubeconfig is controller-runtime's own flag (pkg/client/config), read by GetConfig.
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
@@ -61,8 +60,11 @@ func run(ctx context.Context, o options) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: o.metrics},
 		HealthProbeBindAddress: o.probes,
+		// The shipped RBAC grants PackageVariants and Clusters in their namespace only, as the operator reads them.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			newRequest(): {Label: sel},
+			newRequest():       {Label: sel},
+			object(pvGVK):      {Namespaces: map[string]cache.Config{namespace: {}}},
+			object(clusterGVK): {Namespaces: map[string]cache.Config{namespace: {}}},
 		}},
 		// Reads of unstructured objects from the cache, as typed ones are (else every Get is a GET).
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
