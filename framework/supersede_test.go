@@ -114,3 +114,35 @@ func seenEvents(t *testing.T, name string) []string {
 	}
 	return out
 }
+
+// Composing two patches leaves the object as sending them one after the other would: a later value wins,
+// a later nil still deletes, keys only the earlier one sets stay.
+func TestComposedPatchActsAsBothInTurn(t *testing.T) {
+	t.Parallel()
+	first, second := newPatch(), newPatch()
+	first.SetStatus("rendering", "phase")
+	first.SetStatus(map[string]any{"a": "1", "b": "2"}, "extensions")
+	first.SetAnnotation("progress", "1")
+	first.SetAnnotation("gone", "x")
+	second.SetStatus("fulfilled", "phase")
+	second.SetStatus("3", "extensions", "a")
+	second.SetStatus(nil, "message")
+	second.DeleteAnnotation("gone")
+	second.SetAnnotation("base", "b")
+	both := first.then(second)
+
+	obj := widget("x", "x", nil)
+	obj.Object["status"] = map[string]any{"message": "old", "counter": int64(1)}
+	want := mergeInto(mergeInto(obj.DeepCopy().Object["status"], first.Status), second.Status)
+	require.Equal(t, want, mergeInto(obj.DeepCopy().Object["status"], both.Status))
+	require.Equal(t, map[string]any{"phase": "fulfilled", "extensions": map[string]any{"a": "3", "b": "2"}, "counter": int64(1)}, want)
+	require.Equal(t, "1", *both.Annotations["progress"])
+	require.Equal(t, "b", *both.Annotations["base"])
+	require.Nil(t, both.Annotations["gone"])
+	require.Contains(t, both.Annotations, "gone", "the deletion is still sent")
+
+	// The object a pass sees while the write is held is the object as the write will leave it.
+	held := onHeld(obj, both)
+	require.Equal(t, "fulfilled", statusField(held, "phase"))
+	require.Equal(t, map[string]string{"progress": "1", "base": "b"}, held.GetAnnotations())
+}

@@ -100,7 +100,7 @@ func (r *report) sideBySideSection(p printer) {
 	row("CPU: contender / kube-apiserver (cores)", func(c contenderRun) string {
 		return fmt.Sprintf("%.2f / %.2f", c.CPU.Cores("operator"), c.CPU.Cores("kube-apiserver"))
 	})
-	row("other processes meanwhile (cores)", func(c contenderRun) string { return foreign(c.CPU) })
+	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
 	p("\nWhy ours writes less: a write that would wait for the provisioningrequests bucket is held with its tokens reserved " +
 		"(framework/supersede.go); the passes that come before they are due run on the object as the held write will leave it " +
