@@ -197,8 +197,8 @@ func (c *controller) stateLocked(key string, uid types.UID) *objectState {
 	return st
 }
 
-// forgetKey forgets an object that is gone, posting what a held write kept back.
-func (c *controller) forgetKey(key string) {
+// forget forgets an object that is gone, posting what a held write kept back.
+func (c *controller) forget(key string) {
 	c.mu.Lock()
 	st := c.objects[key]
 	delete(c.objects, key)
@@ -207,12 +207,6 @@ func (c *controller) forgetKey(key string) {
 		// The worker running this key owns st.own; nothing else touches it now the entry is gone.
 		c.forgetHeld(st)
 	}
-}
-
-func (c *controller) forget(key string) {
-	c.mu.Lock()
-	delete(c.objects, key)
-	c.mu.Unlock()
 }
 
 // wake marks an external change (e.g. of a related object) and enqueues the key.

@@ -63,7 +63,7 @@ type pass struct {
 func (c *controller) sync(ctx context.Context, key string) passResult {
 	obj, exists, err := c.informer.GetIndexer().GetByKey(key)
 	if err != nil || !exists {
-		c.forgetKey(key)
+		c.forget(key)
 		return passResult{}
 	}
 	cached, ok := obj.(*unstructured.Unstructured)
@@ -99,7 +99,7 @@ func (p *pass) run() passResult {
 	if p.obj.GetDeletionTimestamp() != nil {
 		if !p.hasFinalizer() || w.finalizer == "" {
 			// Being deleted and nothing of ours holds it: kopf's "free" cause, nothing to do.
-			p.c.forgetKey(p.key)
+			p.c.forget(p.key)
 			return passResult{}
 		}
 		return p.handleCause(ReasonDelete)
