@@ -178,6 +178,13 @@ func run(ctx context.Context, c *config) error {
 		}
 	}
 
+	// 8: stack D, side by side with the controller-runtime peer, the world moving every 0.3 s (-only writes).
+	if c.only == "" || c.only == "writes" {
+		if err := stackWrites(ctx, c, rep); err != nil {
+			return err
+		}
+	}
+
 	rep.Took = time.Since(c.started)
 	rep.Interferers = c.interferers
 	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {

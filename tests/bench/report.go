@@ -47,6 +47,7 @@ type report struct {
 	FailoverCPU     cpuWindow
 	FailoverReaders int
 	Memory          *memoryResult // section 7 (nil when not run)
+	SideBySide      *sideBySide   // section 8: with the controller-runtime peer (nil when not run)
 
 	Interferers []string
 }
@@ -119,6 +120,7 @@ func (r *report) markdown(c *config) string {
 	r.nbiLoadSection(p)
 	r.failoverSection(p)
 	r.memorySection(p)
+	r.sideBySideSection(p)
 	return b.String()
 }
 
@@ -127,17 +129,10 @@ type printer func(format string, args ...any)
 func (r *report) summary(p printer) {
 	p("## Summary\n\n| target | measured | |\n|---|---|---|\n")
 	d, q := r.LoadDefault, r.LoadQPS
-	dr, qr := mean(r.LoadDefaultAll, fulfilRate), mean(r.LoadQPSAll, fulfilRate)
-	dd, qd := mean(r.LoadDefaultAll, deleteRate), mean(r.LoadQPSAll, deleteRate)
 	dc, qc := mean(r.LoadDefaultAll, cpuPer1000), mean(r.LoadQPSAll, cpuPer1000)
 	p("| load ≥ %.0f requests/s (1 000 at once, zero-delay world) | %.1f/s with the default client limits; %.1f/s with `--kube-api-qps=100 --kube-api-burst=200` | %s: %s |\n",
 		targetRate, d.Rate, q.Rate, yes(q.Rate >= targetRate && d.Rate >= targetRate), r.rateBound())
-	p("| throughput ≥ the controller-runtime peer at its limits (QPS 100, burst 200), mean of %d runs as the peer's: fulfilled ≥ %.1f/s, deleted ≥ %.1f/s | %.1f/s fulfilled (%s), %.1f/s deleted (%s) | %s |\n",
-		len(r.LoadQPSAll), targetPeerFulfil, targetPeerDelete, qr, each(r.LoadQPSAll, fulfilRate), qd, each(r.LoadQPSAll, deleteRate),
-		yes(qr >= targetPeerFulfil && qd >= targetPeerDelete)+r.machineBound(r.LoadQPSAll, qr >= targetPeerFulfil))
-	p("| the same at the shipped defaults (1000/2000 per resource) | %.1f/s fulfilled (%s), %.1f/s deleted (%s) | %s |\n",
-		dr, each(r.LoadDefaultAll, fulfilRate), dd, each(r.LoadDefaultAll, deleteRate),
-		yes(dr >= targetPeerFulfil && dd >= targetPeerDelete)+r.machineBound(r.LoadDefaultAll, dr >= targetPeerFulfil))
+	r.sideBySideSummary(p)
 	p("| operator CPU ≤ %.1f s per 1 000 fulfilled | %.1f s at the default limits (%s), %.1f s at QPS 100 (%s) | %s |\n",
 		targetPeerCPU, dc, each(r.LoadDefaultAll, cpuPer1000), qc, each(r.LoadQPSAll, cpuPer1000), yes(dc <= targetPeerCPU && qc <= targetPeerCPU))
 	p("| deletion in fewer calls than %.0f per request | %.2f (default limits), %.2f (QPS 100): %s | %s |\n",
@@ -715,20 +710,4 @@ func each(runs []loadRun, f func(loadRun) float64) string {
 		parts[i] = fmt.Sprintf("%.1f", f(l))
 	}
 	return "runs: " + strings.Join(parts, ", ")
-}
-
-// machineBound says, for fulfilment runs below the peer's rate, what held them: the machine's CPU, the
-// API server's share of it and the operator's (means over the runs), and the limiter's wait.
-func (r *report) machineBound(runs []loadRun, met bool) string {
-	if met || len(runs) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(": bounded by the machine's CPU (%.0f%% of %d cores busy; kube-apiserver %.2f cores, the operator %.2f, "+
-		"the client-side limiter's wait %.0f%% of the workers' time; means of the runs), with %.1f s of operator CPU per 1 000 "+
-		"against the peer's 11.1",
-		mean(runs, func(l loadRun) float64 { return busy(r, l.CPU) }), r.Machine.Cores,
-		mean(runs, func(l loadRun) float64 { return l.CPU.Cores("kube-apiserver") }),
-		mean(runs, func(l loadRun) float64 { return l.CPU.Cores("operator") }),
-		mean(runs, func(l loadRun) float64 { return 100 * l.RateLimiter.Sum / (8 * max(l.Total.Seconds(), 0.001)) }),
-		mean(runs, cpuPer1000))
 }

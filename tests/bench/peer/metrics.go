@@ -1,0 +1,14 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// eventsPosted counts the events the peer handed its recorder, as the operator's
+// o2ims_events_posted_total does: the bench compares them with what the API server holds.
+var eventsPosted = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "o2ims_events_posted_total", Help: "Events the peer handed to its recorder.",
+})
+
+func init() { metrics.Registry.MustRegister(eventsPosted) }

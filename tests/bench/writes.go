@@ -1,0 +1,397 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+	"github.com/o2ims-operator/o2ims-operator/tests/stack"
+	"github.com/o2ims-operator/o2ims-operator/tests/world"
+)
+
+// worldStep is how often the side-by-side section's world moves: Porch renders 0.3 s after a
+// PackageVariant appears, and a Cluster is Pending, Provisioning 0.3 s later and provisioned 0.3 s after.
+const worldStep = 300 * time.Millisecond
+
+// peerArgs are the controller-runtime peer's limits, at which both run side by side.
+var peerArgs = []string{"--kube-api-qps=100", "--kube-api-burst=200"}
+
+// sideBySide is the operator and its controller-runtime peer under the same load, one after the other on
+// one stack whose world moves every worldStep.
+type sideBySide struct {
+	N          int
+	Ours, Peer contenderRun
+	PeerErr    string // the peer could not be built or run
+}
+
+// contenderRun is one contender's load and deletion. Request writes are counted at the API server (the
+// same count for both): the PATCHes of provisioningrequests, of the object and of /status.
+type contenderRun struct {
+	Name              string
+	Fulfilled, Failed int
+	Total             time.Duration // first create sent → last fulfilled seen
+	Rate              float64
+	StatusPatches     float64
+	ObjectPatches     float64
+	// FinalWrites: requests by how many writes set the state they ended in (each once is the target).
+	FinalWrites        map[int]int
+	StatusesPerRequest float64 // distinct statuses seen per request
+	EventsDue          float64 // posted by the contender (o2ims_events_posted_total)
+	EventsHeld         int     // what the API server holds of them (a repeat is its count)
+	Deleted            int
+	DelTotal           time.Duration
+	DelRate            float64
+	CPU                cpuWindow
+	Note               string
+}
+
+// WritesPerRequest is the request writes (object and status PATCHes) per fulfilled request.
+func (r contenderRun) WritesPerRequest() float64 {
+	return (r.StatusPatches + r.ObjectPatches) / float64(max(r.Fulfilled, 1))
+}
+
+// FinalOnce says whether every request's final state was written exactly once.
+func (r contenderRun) FinalOnce() bool {
+	for k, n := range r.FinalWrites {
+		if k != 1 && n > 0 {
+			return false
+		}
+	}
+	return r.FinalWrites[1] == r.Fulfilled+r.Failed && r.Fulfilled+r.Failed > 0
+}
+
+// stackWrites is the side-by-side section.
+func stackWrites(ctx context.Context, c *config, rep *report) error {
+	root, err := kubeapi.RepoRoot()
+	if err != nil {
+		return err
+	}
+	st, err := stack.Start(ctx, stack.Options{Operator: c.operator, Args: peerArgs,
+		World: world.Options{RenderDelay: worldStep, ProvisionDelay: 2 * worldStep}})
+	if err != nil {
+		return err
+	}
+	defer st.Stop()
+	sb := &sideBySide{N: c.n}
+	rep.SideBySide = sb
+	say(c, "8. side by side at %s, world moving every %s: the operator, %d requests at once", strings.Join(peerArgs, " "), worldStep, c.n)
+	op, err := startSelected(ctx, st, "writes-ours", false)
+	if err != nil {
+		return err
+	}
+	sb.Ours, err = measureContender(ctx, st, ours(op), "writes-ours", c.n)
+	if err != nil {
+		return err
+	}
+	say(c, "   %s", sb.Ours.line())
+	bin, err := buildPeer(ctx, root, st.Dir)
+	var peer *contender
+	if err == nil {
+		say(c, "8. the controller-runtime peer, %d requests at once", c.n)
+		peer, err = startPeer(ctx, st, bin, "writes-peer", peerArgs)
+	}
+	if err != nil {
+		sb.PeerErr = err.Error()
+		say(c, "   peer: %v", err)
+		return nil
+	}
+	sb.Peer, err = measureContender(ctx, st, peer, "writes-peer", c.n)
+	if err != nil {
+		sb.PeerErr = err.Error() + "; " + firstErrors(filepath.Join(st.Dir, "peer.log"), 3)
+		say(c, "   peer: %s", sb.PeerErr)
+		return nil
+	}
+	say(c, "   %s", sb.Peer.line())
+	return nil
+}
+
+func (r contenderRun) line() string {
+	return fmt.Sprintf("%s: %.1f fulfilled/s, %.1f deleted/s, %.2f request writes/request (%.2f status, %.2f object), events %.0f due / %d held, final states %v; other processes %.2f cores",
+		r.Name, r.Rate, r.DelRate, r.WritesPerRequest(), r.StatusPatches/float64(max(r.Fulfilled, 1)),
+		r.ObjectPatches/float64(max(r.Fulfilled, 1)), r.EventsDue, r.EventsHeld, r.FinalWrites, r.CPU.ForeignCores())
+}
+
+// measureContender creates n requests at once for the contender, follows them to their end, counts the
+// writes, then deletes them all at once; it stops the contender.
+func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run string, n int) (contenderRun, error) {
+	defer ct.stop()
+	r := contenderRun{Name: ct.name}
+	dyn := fastAdmin(st)
+	selector := runLabel + "=" + run
+	tctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	f := &finals{writes: map[string]int{}, last: map[string]string{}, shown: map[string]map[string]bool{}, fulfilled: map[string]time.Time{}}
+	if err := f.watch(tctx, dyn, selector); err != nil {
+		return r, err
+	}
+	api0, ev0, err := scrapeBoth(ctx, st, ct)
+	if err != nil {
+		return r, err
+	}
+	objs := make([]*unstructured.Unstructured, n)
+	for i := range objs {
+		objs[i] = provisioningRequest(fmt.Sprintf("%s-%04d", run, i), run, nil)
+	}
+	m := startMeter(contenderPids(st, ct))
+	t0 := time.Now()
+	if _, err := createAll(ctx, dyn, objs, 64); err != nil {
+		return r, err
+	}
+	if err := f.waitEnded(ctx, n, 3*time.Minute); err != nil {
+		r.Note = err.Error()
+	}
+	r.CPU = m.end()
+	settleAPI(ctx, st, 2*time.Second, 20*time.Second)
+	api1, ev1, err := scrapeBoth(ctx, st, ct)
+	if err != nil {
+		return r, err
+	}
+	f.fill(&r, t0)
+	r.StatusPatches = requestPatches(api1, "status") - requestPatches(api0, "status")
+	r.ObjectPatches = requestPatches(api1, "") - requestPatches(api0, "") - r.StatusPatches
+	r.EventsDue = ev1.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
+	r.EventsHeld = eventsAbout(ctx, st, run)
+	r.Deleted, r.DelTotal, err = deleteRun(ctx, dyn, selector)
+	if r.DelTotal > 0 {
+		r.DelRate = float64(r.Deleted) / r.DelTotal.Seconds()
+	}
+	return r, err
+}
+
+func contenderPids(st *stack.Stack, ct *contender) map[string]int {
+	pids := map[string]int{"operator": ct.pid}
+	if p := st.API.PIDs(); len(p) == 2 {
+		pids["etcd"], pids["kube-apiserver"] = p[0], p[1]
+	}
+	return pids
+}
+
+// scrapeBoth reads the API server's metrics and the contender's.
+func scrapeBoth(ctx context.Context, st *stack.Stack, ct *contender) (promtest.Families, promtest.Families, error) {
+	api, err := apiMetrics(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ct.metrics, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	own, err := promtest.Parse(resp.Body)
+	return api, own, err
+}
+
+func apiMetrics(ctx context.Context, st *stack.Stack) (promtest.Families, error) {
+	raw, err := st.API.AdminClientset().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return promtest.Parse(strings.NewReader(string(raw)))
+}
+
+// requestPatches is the PATCHes of provisioningrequests the API server served: of /status, or of any
+// part with sub "".
+func requestPatches(m promtest.Families, sub string) float64 {
+	want := map[string]string{"resource": "provisioningrequests", "verb": "PATCH"}
+	if sub != "" {
+		want["subresource"] = sub
+	}
+	return m.Sum("apiserver_request_total", want)
+}
+
+// settleAPI waits until the API server has served no PATCH of a request for quiet (the writes that
+// trail the last state change are the run's too).
+func settleAPI(ctx context.Context, st *stack.Stack, quiet, limit time.Duration) {
+	deadline, since, last := time.Now().Add(limit), time.Now(), -1.0
+	for time.Since(since) < quiet && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(250 * time.Millisecond)
+		if m, err := apiMetrics(ctx, st); err == nil {
+			if n := requestPatches(m, ""); n != last {
+				last, since = n, time.Now()
+			}
+		}
+	}
+}
+
+// eventsAbout is how many events about the run's requests the API server holds (a repeat counts as its count).
+func eventsAbout(ctx context.Context, st *stack.Stack, run string) int {
+	evs, err := st.API.AdminClientset().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == v1alpha1.Kind && strings.HasPrefix(e.InvolvedObject.Name, run+"-") {
+			n += int(max(e.Count, 1))
+		}
+	}
+	return n
+}
+
+// finals follows a run's requests through a watch: every status each was seen with, and how many writes
+// set the state it ends in (a version whose provisioningStatus changed, to a final state).
+type finals struct {
+	mu        sync.Mutex
+	writes    map[string]int
+	last      map[string]string // the provisioningStatus last seen (state, message, time)
+	state     map[string]string
+	shown     map[string]map[string]bool
+	fulfilled map[string]time.Time
+}
+
+func (f *finals) record(u *unstructured.Unstructured, at time.Time) {
+	s := v1alpha1.StatusOf(u)
+	key := s.State + "\x00" + s.Message + "\x00" + s.UpdateTime
+	name := u.GetName()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state == nil {
+		f.state = map[string]string{}
+	}
+	if s.State == "" || f.last[name] == key {
+		return
+	}
+	f.last[name], f.state[name] = key, s.State
+	if f.shown[name] == nil {
+		f.shown[name] = map[string]bool{}
+	}
+	f.shown[name][s.State+": "+s.Message] = true
+	if s.State == v1alpha1.StateFulfilled || s.State == v1alpha1.StateFailed {
+		f.writes[name]++
+	}
+	if _, seen := f.fulfilled[name]; !seen && s.State == v1alpha1.StateFulfilled {
+		f.fulfilled[name] = at
+	}
+}
+
+// watch follows the requests from now on (they are created after it starts).
+func (f *finals) watch(ctx context.Context, dyn dynamic.Interface, selector string) error {
+	list, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	rv := list.GetResourceVersion()
+	go func() {
+		for ctx.Err() == nil {
+			w, err := dyn.Resource(prGVR).Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: rv})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			for ev := range w.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if ev.Type == watch.Error || !ok {
+					break
+				}
+				rv = u.GetResourceVersion()
+				if ev.Type != watch.Deleted {
+					f.record(u, time.Now())
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return nil
+}
+
+// waitEnded waits until n requests are fulfilled or failed.
+func (f *finals) waitEnded(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		ended := 0
+		for _, s := range f.state {
+			if s == v1alpha1.StateFulfilled || s == v1alpha1.StateFailed {
+				ended++
+			}
+		}
+		f.mu.Unlock()
+		switch {
+		case ended >= n:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%d of %d ended within %s", ended, n, timeout)
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fill puts what the watch saw into r.
+func (f *finals) fill(r *contenderRun, t0 time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var last time.Time
+	for _, at := range f.fulfilled {
+		if at.After(last) {
+			last = at
+		}
+	}
+	r.Fulfilled = len(f.fulfilled)
+	for _, s := range f.state {
+		if s == v1alpha1.StateFailed {
+			r.Failed++
+		}
+	}
+	r.Total = last.Sub(t0)
+	r.Rate = float64(r.Fulfilled) / max(r.Total.Seconds(), 0.001)
+	r.FinalWrites = map[int]int{}
+	shown := 0
+	for name, s := range f.state {
+		if s == v1alpha1.StateFulfilled || s == v1alpha1.StateFailed {
+			r.FinalWrites[f.writes[name]]++
+		}
+		shown += len(f.shown[name])
+	}
+	r.StatusesPerRequest = float64(shown) / float64(max(len(f.state), 1))
+}
+
+// deleteRun deletes the run's requests at once and answers how many were gone, and when the last was.
+func deleteRun(ctx context.Context, dyn dynamic.Interface, selector string) (int, time.Duration, error) {
+	list, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return 0, 0, err
+	}
+	n := len(list.Items)
+	t0 := time.Now()
+	if err := deleteAll(ctx, dyn, list.Items, 64); err != nil {
+		return 0, 0, err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		l, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(l.Items) == 0 {
+			return n, time.Since(t0), nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, 0, fmt.Errorf("requests of %s not gone within 3 minutes", selector)
+}
+
+// sortedKeys lists a map's keys in order.
+func sortedKeys(m map[int]int) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
