@@ -26,12 +26,10 @@ type perResource struct {
 	first resourceClients
 }
 
-// resourceClients are one resource's clients: the dynamic one and the REST client under it (one bucket,
-// limiter; nil without a client-side limit).
+// resourceClients are one resource's clients: the dynamic one and the REST client under it (one bucket).
 type resourceClients struct {
 	dynamic.Interface
-	rest    rest.Interface
-	limiter *prepaidLimiter
+	rest rest.Interface
 }
 
 var _ dynamic.Interface = (*perResource)(nil)
@@ -45,19 +43,11 @@ func newPerResource(cfg *rest.Config, httpClient *http.Client, codec codecOption
 }
 
 func newResourceClients(cfg *rest.Config, h *http.Client, codec codecOptions) (resourceClients, error) {
-	var lim *prepaidLimiter
-	if cfg.RateLimiter == nil && cfg.QPS > 0 {
-		// The bucket client-go would build from QPS and Burst, whose tokens the framework can also take
-		// ahead for a held write (supersede.go).
-		lim = newPrepaidLimiter(cfg.QPS, cfg.Burst)
-		cfg = rest.CopyConfig(cfg)
-		cfg.RateLimiter = lim
-	}
 	rc, err := newRESTClient(cfg, h, codec)
 	if err != nil {
 		return resourceClients{}, err
 	}
-	return resourceClients{dynamic.New(rc), rc, lim}, nil
+	return resourceClients{dynamic.New(rc), rc}, nil
 }
 
 // Resource answers the resource's own client, built on first use.
@@ -77,11 +67,6 @@ func (p *perResource) client(gr schema.GroupResource) resourceClients {
 	}
 	p.by[gr] = c
 	return c
-}
-
-// limiter is the resource's client-side limiter, nil when it has none.
-func (p *perResource) limiter(gr schema.GroupResource) *prepaidLimiter {
-	return p.client(gr).limiter
 }
 
 // clientQPS is the rest.Config QPS for a limit: client-go reads 0 as its default of 5, so "no limit"

@@ -74,8 +74,6 @@ type workerState struct {
 	timers     map[string]*timerState
 	warned     map[string]bool
 	events     []pendingEvent
-	// held is a write waiting for its limiter's tokens, superseded by each later pass (supersede.go).
-	held *heldWrite
 	// baseRaw/base cache the parsed diff-base while its annotation is unchanged.
 	baseRaw string
 	base    map[string]any
@@ -197,16 +195,10 @@ func (c *controller) stateLocked(key string, uid types.UID) *objectState {
 	return st
 }
 
-// forget forgets an object that is gone, posting what a held write kept back.
 func (c *controller) forget(key string) {
 	c.mu.Lock()
-	st := c.objects[key]
 	delete(c.objects, key)
 	c.mu.Unlock()
-	if st != nil {
-		// The worker running this key owns st.own; nothing else touches it now the entry is gone.
-		c.forgetHeld(st)
-	}
 }
 
 // wake marks an external change (e.g. of a related object) and enqueues the key.

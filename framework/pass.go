@@ -42,8 +42,7 @@ type pass struct {
 	ctx    context.Context
 	key    string
 	cached *unstructured.Unstructured // the informer's object: never modified (events refer to it)
-	obj    *unstructured.Unstructured // the pass's own copy (with a held write applied); handlers get copies of it
-	server *unstructured.Unstructured // the object as the server has it: what the pass's writes change
+	obj    *unstructured.Unstructured // the pass's own copy; handlers get copies of it
 	patch  *Patch
 	st     *objectState // st.shared only under c.mu
 	own    *workerState // &st.own: this pass's alone
@@ -55,8 +54,6 @@ type pass struct {
 	reason    Reason
 	ess, base map[string]any
 	initial   bool
-	// absorbed: the held write's patch is in patch (supersede.go).
-	absorbed bool
 }
 
 // sync runs one pass over the object behind key, once the cache holds our own last write to it.
@@ -79,18 +76,9 @@ func (c *controller) sync(ctx context.Context, key string) passResult {
 	}
 	p := &pass{c: c, ctx: ctx, key: key, cached: cached, obj: cached.DeepCopy(), patch: newPatch(),
 		st: st, own: &st.own, now: now, log: log}
-	p.server = p.obj
-	if h := st.own.held; h != nil {
-		// A write is held (supersede.go): decide on the object as it will leave it.
-		p.server, p.obj = cached.DeepCopy(), onHeld(cached, h.patch)
-	}
-	// Events describe the pass's outcome, so they are posted after its writes (a held write's too).
-	defer func() {
-		if p.own.held == nil {
-			p.flushEvents()
-		}
-	}()
-	return p.settleHeld(p.run())
+	// Events describe the pass's outcome, so they are posted after its writes.
+	defer p.flushEvents()
+	return p.run()
 }
 
 // run decides the cause and handles it.
@@ -325,15 +313,13 @@ func (p *pass) finish(res passResult) passResult {
 			res.after = soonest(res.after, next)
 		}
 	}
-	// An optional delete handler's finalizer rides along this pass's writes (a held write's included) when
-	// they make it needed or write the object anyway (finalizer.go).
-	p.absorbHeld()
-	p.c.rideFinalizer(p.server, p.patch)
-	applied, ok := p.apply()
-	if !ok {
+	// An optional delete handler's finalizer rides along this pass's writes when they make it needed or
+	// write the object anyway (finalizer.go).
+	p.c.rideFinalizer(p.obj, p.patch)
+	if applied, ok := p.apply(); !ok {
 		return applied
 	}
-	return p.notBefore(res, applied.after)
+	return res
 }
 
 // removeString never answers nil: a nil finalizer list in a patch means "leave them as they are".

@@ -140,29 +140,10 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 // apply sends the pass's status patch, then its object patch; each only when it changes something. Status
 // goes first: a handler's business status must land before its completion is recorded. ok is false when a
 // write failed; res then says when to come back.
-// A write that would wait for the resource's client-side limiter is held instead (supersede.go): ok, with
-// res.after saying when its tokens are due.
 func (p *pass) apply() (res passResult, ok bool) {
-	p.absorbHeld()
-	c, u := p.c, p.server
-	status := p.patch.statusPatch(u)
-	writes := 0
-	if status != nil {
-		writes = 1
-	}
-	if p.patch.metadataPatch(u) != nil {
-		writes++
-	}
-	if writes == 0 {
-		p.dropHeld()
-		return passResult{}, true
-	}
-	ctx, wait, held := p.hold(writes)
-	if held {
-		return passResult{after: wait}, true
-	}
-	if body := status; body != nil {
-		out, err := c.mergePatch(ctx, u, body, "status")
+	c, u := p.c, p.obj
+	if body := p.patch.statusPatch(u); body != nil {
+		out, err := c.mergePatch(p.ctx, u, body, "status")
 		if err != nil {
 			return p.writeFailed("status", err), false
 		}
@@ -171,7 +152,7 @@ func (p *pass) apply() (res passResult, ok bool) {
 		u.SetResourceVersion(out.ResourceVersion)
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
-		out, err := c.patchObject(ctx, u, p.patch, body)
+		out, err := c.patchObject(p.ctx, u, p.patch, body)
 		if err != nil {
 			return p.writeFailed("object", err), false
 		}

@@ -102,8 +102,7 @@ func (r *report) sideBySideSection(p printer) {
 	})
 	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
-	p("\nWhy ours writes less: a write that would wait for the provisioningrequests bucket is held with its tokens reserved " +
-		"(framework/supersede.go); the passes that come before they are due run on the object as the held write will leave it " +
-		"and fold their changes into it, so only the latest state is sent, with its message and time, and the progress and " +
-		"diff-base annotations ride along. The peer writes every status it computes, each waiting its turn in the bucket.\n\n")
+	p("\nBoth write a request only when its status or metadata changes; a write waiting for the client-side " +
+		"limiter is sent as it was computed (not superseded by a newer one), so the distinct statuses seen per request " +
+		"above are what each wrote.\n\n")
 }
