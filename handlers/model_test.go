@@ -743,7 +743,11 @@ const viewBound = 3 * time.Second
 
 // checkView compares who the view says holds each pool host with NetBox, read before and after it.
 func (m *model) checkView(fail func(string, ...any)) {
-	if m.chain.view == nil || !m.chain.view.IsSynced() {
+	synced, lastRefresh := false, time.Time{}
+	if m.chain.view != nil {
+		synced, lastRefresh = m.chain.view.Synced()
+	}
+	if !synced {
 		return
 	}
 	before := m.inv.sim.Devices()
@@ -755,7 +759,10 @@ func (m *model) checkView(fail func(string, ...any)) {
 	cfg := nbinventory.Config{OCloudID: testOCloud}
 	for _, d := range before {
 		a := after[d.ID]
-		if managed, _ := d.Custom["o2ims_managed"].(bool); !managed || time.Since(a.LastUpdated) < viewBound {
+		// The bound holds while NetBox answers: a change no refresh has started after (NetBox down or
+		// failing since) is not yet the view's to know, unless the operator made it.
+		if managed, _ := d.Custom["o2ims_managed"].(bool); !managed || time.Since(a.LastUpdated) < viewBound ||
+			!a.LastUpdated.Before(lastRefresh.Add(-time.Second)) {
 			continue
 		}
 		want, _ := d.Custom["o2ims_request_uid"].(string)
