@@ -40,8 +40,11 @@ type Allocator struct {
 	// is handled elsewhere), and a host held for one that has not taken it goes back.
 	ttl time.Duration
 
-	mu      sync.Mutex // taken after the view's lock, never before
-	wake    func(namespace, name string)
+	mu   sync.Mutex // taken after the view's lock, never before
+	wake func(namespace, name string)
+	// alive tells whether a request still exists and is not being deleted (nil: always): a request
+	// deleted without a pass of ours (it had no finalizer yet) never says it stopped waiting.
+	alive   func(uid string) bool
 	seq     uint64
 	gen     uint64    // moves whenever a host comes free or changes while free (a waiter's scan is then due)
 	waiters []*waiter // in the order they started waiting
@@ -83,6 +86,13 @@ func NewAllocator(pool Pool, clk clock.PassiveClock, ttl time.Duration) *Allocat
 	a := &Allocator{pool: pool, clock: clk, ttl: ttl, gen: 1, byKey: map[waiterKey]*waiter{}, held: map[int32]hold{}}
 	pool.OnFreeChange(a.freeChanged)
 	return a
+}
+
+// AliveWith sets how the allocator learns that a waiting request is gone (the operator's cache).
+func (a *Allocator) AliveWith(fn func(uid string) bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.alive = fn
 }
 
 // WakeWith sets how a waiting request is woken (the chain's watch).
@@ -252,7 +262,7 @@ func (a *Allocator) firstWaiterLocked(d *netbox.InventoryDevice, before, except 
 		if e == before {
 			return nil
 		}
-		if e != except && e.offered < e.missing && e.match(d) {
+		if e != except && e.offered < e.missing && e.match(d) && a.isAlive(e) {
 			return e
 		}
 	}
@@ -349,8 +359,10 @@ func (a *Allocator) expireLocked(now time.Time, lookup func(int32) *netbox.Inven
 		}
 	}
 	for _, e := range slices.Clone(a.waiters) {
-		if now.Sub(e.seen) > a.ttl {
+		if now.Sub(e.seen) > a.ttl || !a.isAlive(e) {
 			a.removeLocked(e.waiterKey)
 		}
 	}
 }
+
+func (a *Allocator) isAlive(e *waiter) bool { return a.alive == nil || a.alive(e.uid) }

@@ -81,6 +81,7 @@ func newAllocModel(t *testing.T, seed int64) *allocModel {
 		reqs: map[string]*allocReq{}}
 	m.alloc = hosts.NewAllocator(m.view, m.clk, time.Hour)
 	m.alloc.WakeWith(func(_, name string) { m.woken = append(m.woken, name) })
+	m.alloc.AliveWith(func(uid string) bool { r := m.reqs[uid]; return r == nil || !r.gone })
 	for id := int32(1); id <= 12; id++ {
 		m.kinds[id] = []string{"a", "b"}[id%2]
 		m.owner[id] = "admin" // the pool starts full; releases free hosts
@@ -136,6 +137,10 @@ func (m *allocModel) step() string {
 		if r := m.pickWaiting(); r != nil {
 			r.gone, r.waiting = true, false
 			m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == r.name })
+			if m.rng.Intn(2) == 0 {
+				// Deleted before it had a finalizer: no pass of it says it stopped waiting.
+				return "vanish " + r.name
+			}
 			m.alloc.Forget(r.name)
 			return "forget " + r.name
 		}
@@ -247,7 +252,9 @@ func (m *allocModel) settle(op string) {
 		m.woken = nil
 		slices.SortStableFunc(woken, func(x, y string) int { return slices.Index(m.order, x) - slices.Index(m.order, y) })
 		for _, name := range slices.Compact(woken) {
-			m.take(m.reqs[name])
+			if !m.reqs[name].gone {
+				m.take(m.reqs[name])
+			}
 		}
 	}
 }

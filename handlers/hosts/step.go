@@ -83,6 +83,7 @@ func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, c
 	}
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
+		st.alloc.AliveWith(st.requestAlive)
 	}
 	if reg != nil {
 		reg.MustRegister(st)
@@ -108,6 +109,13 @@ type Related struct {
 	GVR       schema.GroupVersionResource
 	Namespace string
 	Map       framework.MapFunc
+}
+
+// requestAlive: the request of uid is cached and not being deleted (a cache that cannot answer says yes:
+// the allocator's ttl still ends a silent waiter).
+func (st *Step) requestAlive(uid string) bool {
+	objs, err := st.cache.ByIndex(v1alpha1.GVR, st.cfg.UIDIndex, uid)
+	return err != nil || (len(objs) > 0 && objs[0].GetDeletionTimestamp() == nil)
 }
 
 // WakeWith sets how a request waiting for hosts is woken (the chain's watch).
