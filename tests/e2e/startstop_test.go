@@ -155,13 +155,24 @@ func TestSIGTERMWithPassesInFlightAgainstASlowNetBoxExitsInsideTheGracePeriod(t 
 	grace := shippedGracePeriod(t)
 	const n = 40
 	name := "sigterm-busy"
+	// A free host per request, of a kind no other test asks for (ids of their own), in the pool before
+	// the operator starts: its view lists them at once and every request gets a candidate.
+	for i := 0; i < n; i++ {
+		id := int32(9201 + i)
+		st.NetBox.AddDevice(netboxsim.Device{ID: id, Name: fmt.Sprintf("busy-host-%02d", i), Status: "staged", Site: "edge-lab", Custom: map[string]any{
+			"o2ims_managed": true, "o2ims_bmc_address": fmt.Sprintf("redfish-virtualmedia+https://10.40.0.%d/redfish/v1/Systems/1", i+1),
+			"o2ims_boot_mac": fmt.Sprintf("52:54:00:cc:00:%02x", i), "cpu_cores": 24,
+		}})
+		t.Cleanup(func() { st.NetBox.DeleteDevice(id) })
+	}
 	p := launch(t, launchOptions{Name: name, Args: []string{fmt.Sprintf("--workers=%d", n)}})
 	eventually(t, 90*time.Second, func() bool { c, _ := p.get("/readyz"); return c == http.StatusOK }, "never ready")
 
-	// Every device search takes longer than the whole grace period.
-	st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevices, 30*time.Second)
-	defer st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevices, 0)
-	before := st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevices)
+	// Every claim's read of its candidate takes longer than the whole grace period (hosts are chosen
+	// from the operator's view of the pool; the claim reads NetBox).
+	st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevice, 30*time.Second)
+	defer st.NetBox.SetLatency(http.MethodGet, netboxsim.RouteDevice, 0)
+	before := st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevice)
 	dyn := st.API.AdminDynamic().Resource(v1alpha1.GVR)
 	var names []string
 	for i := 0; i < n; i++ {
@@ -172,19 +183,19 @@ func TestSIGTERMWithPassesInFlightAgainstASlowNetBoxExitsInsideTheGracePeriod(t 
 			"metadata": map[string]any{"name": id, "labels": map[string]any{privateLabel: name}},
 			"spec": map[string]any{"name": id, "description": "", "templateName": "nephio-workload-cluster", "templateVersion": "v3.0.0",
 				"templateParameters": map[string]any{"clusterName": id,
-					"hosts": []any{map[string]any{"role": "worker", "count": int64(1), "selector": map[string]any{"cpu_cores": int64(16)}}}}},
+					"hosts": []any{map[string]any{"role": "worker", "count": int64(1), "selector": map[string]any{"cpu_cores": int64(24)}}}}},
 		}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	t.Cleanup(func() {
-		// Nothing was claimed (no search ever answered): the requests go without their finalizers.
+		// Nothing was claimed (no claim's read ever answered): the requests go without their finalizers.
 		for _, id := range names {
 			_, _ = dyn.Patch(context.Background(), id, "application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
 			_ = dyn.Delete(context.Background(), id, metav1.DeleteOptions{})
 		}
 	})
-	eventually(t, 60*time.Second, func() bool { return st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevices)-before >= n },
-		"the %d passes never reached NetBox (%d did)", n, st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevices)-before)
+	eventually(t, 60*time.Second, func() bool { return st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevice)-before >= n },
+		"the %d passes never reached NetBox (%d did)", n, st.NetBox.Calls(http.MethodGet, netboxsim.RouteDevice)-before)
 
 	// An NBI POST whose body is still arriving: the NBI's shutdown waits for it as long as it may.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.NBIURL, "http://"))
