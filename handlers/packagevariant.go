@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"strconv"
 	"time"
@@ -99,86 +98,6 @@ func rendersAlike(have, want any) bool {
 func pvOwnedByRequest(pv, pr *unstructured.Unstructured) bool {
 	uid := string(pr.GetUID())
 	return uid != "" && pv.GetAnnotations()[AnnotationRequestUID] == uid
-}
-
-// madeByThePythonImage tells a PackageVariant the released Python image created for this request: it
-// writes neither ownership annotation (they came with the unreleased fix) nor any label (it sends
-// metadata.label, a string the API server drops). Such a PackageVariant is this request's when it has the
-// request's name, in our namespace, carries neither of our annotations, has exactly the spec the Python
-// image writes for this request (upstream repo / template / version, downstream package = clusterName,
-// the approval annotation, the pipeline's mutators: the labels' one or none) and was created no earlier
-// than the request (one created before it
-// is a leftover of an earlier request of that name: the Python image never deleted them). Anything else
-// without our annotations stays foreign.
-func (h *Handlers) madeByThePythonImage(pv, pr *unstructured.Unstructured, req Request) bool {
-	ann := pv.GetAnnotations()
-	if _, ok := ann[AnnotationRequestUID]; ok {
-		return false
-	}
-	if _, ok := ann[AnnotationDownstream]; ok {
-		return false
-	}
-	if pv.GetName() != pr.GetName() || pv.GetNamespace() != h.cfg.PackageVariantNamespace || req.ClusterName == "" {
-		return false
-	}
-	if pv.GetCreationTimestamp().Time.Before(pr.GetCreationTimestamp().Time) {
-		return false
-	}
-	return reflect.DeepEqual(pv.Object["spec"], h.packageVariantSpec(req))
-}
-
-// isOurs is the release's view: ours by uid, or the one the Python image made for this request.
-func (h *Handlers) isOurs(pv, pr *unstructured.Unstructured) bool {
-	if pvOwnedByRequest(pv, pr) {
-		return true
-	}
-	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
-	req, err := ParseRequest(spec, h.reservedKeys())
-	return err == nil && h.madeByThePythonImage(pv, pr, req)
-}
-
-// adopt makes the Python image's PackageVariant ours: our annotations, the owner label and the
-// ownerReference our own PackageVariants carry, written with an update under its resourceVersion (the
-// shipped role grants update, not patch; a PackageVariant changed meanwhile is looked at again, never
-// overwritten). Once annotated it is ours like any other, so this happens, and is logged and posted, once.
-func (h *Handlers) adopt(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (*unstructured.Unstructured, error) {
-	pr := c.Object
-	want := h.desiredPackageVariant(pr, req)
-	pv = pv.DeepCopy()
-	ann := pv.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	for k, v := range want.GetAnnotations() {
-		ann[k] = v
-	}
-	pv.SetAnnotations(ann)
-	labels := pv.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range want.GetLabels() {
-		labels[k] = v
-	}
-	pv.SetLabels(labels)
-	pv.SetOwnerReferences(append(pv.GetOwnerReferences(), want.GetOwnerReferences()...))
-	adopted, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
-	if err != nil {
-		if framework.IsClass(err, framework.ClassConflict) {
-			// Changed since we looked: most likely our own adoption a pass ago, not yet in the cache.
-			if live, gerr := h.kube.Get(ctx, c, external.PackageVariantGVR, pv.GetNamespace(), pv.GetName()); gerr == nil && pvOwnedByRequest(live, pr) {
-				return live, nil
-			}
-		}
-		if framework.IsClass(err, framework.ClassConflict) || framework.IsClass(err, framework.ClassNotFound) {
-			return nil, h.wait(c, msgRenderingAdoptionRaced.with())
-		}
-		return nil, h.retryOrFail(c, err)
-	}
-	msg := fmt.Sprintf("Adopted package variant %s: the Python image created it for this request", pvRef(adopted))
-	c.Logger.Info("adopted the Python image's package variant", stringField("packageVariant", pvRef(adopted)), stringField("uid", string(adopted.GetUID())))
-	c.Normal(EventAdopted, msg)
-	return adopted, nil
 }
 
 func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/" + pv.GetName() }
