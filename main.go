@@ -208,23 +208,25 @@ func ignoredPythonSettings(getenv func(string) string) []string {
 
 // nbiExposure refuses a northbound API on a non-loopback address without TLS: callers' bearer tokens
 // (NBI_AUTH=kubernetes) and requests would cross the pod network in clear. NBI_INSECURE=true allows it
-// anyway; the answer says so, for a warning once the logger exists.
-func nbiExposure(cfg nbi.Config, insecure string) (bool, error) {
+// anyway; the answer says so, for a warning once the logger exists. A refusal stops only the NBI, not the
+// process (refused says why): a Deployment written for the Python image may set NBI_HOST=0.0.0.0, and the
+// provisioning chain must keep working after the image swap.
+func nbiExposure(cfg nbi.Config, insecure string) (allowed bool, refused string, err error) {
 	allow := false
 	switch strings.ToLower(strings.TrimSpace(insecure)) {
 	case "", "false":
 	case "true":
 		allow = true
 	default:
-		return false, fmt.Errorf("NBI_INSECURE=%q: want true or false", insecure)
+		return false, "", fmt.Errorf("NBI_INSECURE=%q: want true or false", insecure)
 	}
 	if loopbackHost(cfg.Host) || cfg.TLSCertFile != "" {
-		return false, nil
+		return false, "", nil
 	}
 	if !allow {
-		return false, fmt.Errorf("NBI_HOST=%q is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear", cfg.Host)
+		return false, fmt.Sprintf("NBI_HOST=%q is not a loopback address and the NBI has no TLS, so it is not served (the provisioning chain runs): set NBI_HOST=127.0.0.1, or NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear", cfg.Host), nil
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // loopbackHost answers whether host only ever names this machine's loopback interface: "localhost" or a
@@ -307,7 +309,8 @@ type config struct {
 	jsonLogs    bool
 	chain       handlers.Config
 	nbi         nbi.Config
-	nbiInsecure bool // NBI_INSECURE=true allowed it in clear on a non-loopback address: said once logging
+	nbiInsecure bool   // NBI_INSECURE=true allowed it in clear on a non-loopback address: said once logging
+	nbiRefused  string // why the NBI is not served (nbiExposure); the rest runs, /readyz says it
 	netbox      netbox.Config
 	netboxOn    bool // NETBOX_URL set: the inventory and the host step
 	timeForm    kopf.TimeForm
@@ -329,7 +332,7 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 	if c.nbi, err = nbi.ConfigFromEnv(getenv); err != nil {
 		return nil, err
 	}
-	if c.nbiInsecure, err = nbiExposure(c.nbi, getenv("NBI_INSECURE")); err != nil {
+	if c.nbiInsecure, c.nbiRefused, err = nbiExposure(c.nbi, getenv("NBI_INSECURE")); err != nil {
 		return nil, err
 	}
 	if c.netbox, c.netboxOn, err = netbox.ConfigFromEnv(getenv); err != nil {
@@ -354,6 +357,9 @@ func startLogging(o *options, c *config, getenv func(string) string) *zap.Logger
 	if c.nbiInsecure {
 		log.Warn("the northbound API listens on a non-loopback address without TLS (NBI_INSECURE=true): bearer tokens and requests cross the network in clear",
 			zap.String("NBI_HOST", c.nbi.Host))
+	}
+	if c.nbiRefused != "" {
+		log.Error("the northbound API is not served: " + c.nbiRefused)
 	}
 	if len(o.namespaces) > 0 {
 		log.Info("--namespace is ignored: ProvisioningRequests are cluster-scoped", zap.Strings("namespaces", o.namespaces))
@@ -468,9 +474,24 @@ func (w *wiring) addNorthbound() error {
 		nbiCfg.Chain.Reserved = w.hostStep.Reserved()
 	}
 	var srv *nbi.Server // its address is read by the callback policy once it listens
-	invAPI, err := w.inv.serve(cacheStore{w.op}, func() string { return srv.Addr() }, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace)
+	nbiAddr := func() string {
+		if srv == nil {
+			return "" // not served (nbiExposure)
+		}
+		return srv.Addr()
+	}
+	invAPI, err := w.inv.serve(cacheStore{w.op}, nbiAddr, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace)
 	if err != nil {
 		return err
+	}
+	if why := w.cfg.nbiRefused; why != "" {
+		// The chain runs without it: /readyz stays 200 with a line saying why, and so does the liveness
+		// answer, so neither probe restarts a pod whose only fault is the NBI's address.
+		w.op.OnDegraded("northbound", func() string { return why })
+		w.op.OnProbe("northbound", func(context.Context) (any, error) {
+			return map[string]string{"northbound": "not served: " + why}, nil
+		})
+		return nil
 	}
 	provAPI, err := provisioning.New(cacheStore{w.op}, w.clients.Dynamic, invAPI.ResourceIDs)
 	if err != nil {

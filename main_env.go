@@ -28,7 +28,7 @@ var environment = []envGroup{
 		{[]string{"CLUSTER_PROVISIONER"}, "`capi`", "the only provisioner; anything else stops the operator at start"},
 		{[]string{"CREATION_TIMEOUT"}, "`1800`", "seconds from `creationTimestamp` before a waiting request fails"},
 		{[]string{"LOG_LEVEL"}, "`INFO`", "`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL` (`--log-level` wins). The released Python image's default was `DEBUG`; here `DEBUG` logs every pass, so the default is `INFO` (events are posted at every level); set `DEBUG` for the Python image's verbosity"},
-		{[]string{"NBI_HOST", "NBI_PORT"}, "`127.0.0.1` / `5000`", "northbound API address (loopback: it acts with the operator's SA unless `NBI_AUTH` is set); another address needs TLS (`NBI_TLS_*`), else the operator stops at start"},
+		{[]string{"NBI_HOST", "NBI_PORT"}, "`127.0.0.1` / `5000`", "northbound API address (loopback: it acts with the operator's SA unless `NBI_AUTH` is set); another address needs TLS (`NBI_TLS_*`), else the NBI is not served (the chain runs; `/readyz` says why)"},
 		{[]string{"NBI_SHUTDOWN_TIMEOUT"}, "`3`", "seconds to drain the NBI on stop, capped by what is left of `--shutdown-timeout`"},
 		{[]string{"NBI_API_TIMEOUT"}, "`10`", "seconds per API-server write made for the NBI"},
 		{[]string{"KUBERNETES_CA_FILE", "UNSAFE_SKIP_TLS_VERIFY"}, "—", "honoured (not both): the CA file is read at start and must hold a PEM certificate; `UNSAFE_SKIP_TLS_VERIFY` takes `1/true/yes/on` and `0/false/no/off` in any case (anything else is a start-up error)"},

@@ -123,16 +123,20 @@ func TestIgnoredPythonSettingsAreNamed(t *testing.T) {
 	assert.Contains(t, got[2], "always verified")
 }
 
-// A northbound API on a non-loopback address without TLS stops the operator at start with one line,
-// unless NBI_INSECURE=true says it is meant (then it runs, with a warning).
+// A northbound API on a non-loopback address without TLS is not served, with one reason that says what
+// to set, unless NBI_INSECURE=true says it is meant (then it is, with a warning); the rest of the operator
+// runs either way (tests/manifests: TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure). A bad NBI_INSECURE
+// still stops it at start.
 func TestNonLoopbackNBIWithoutTLSIsRefusedUnlessInsecure(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	for _, host := range []string{"0.0.0.0", "::", "10.1.2.3", "o2ims.example.com"} {
-		var stderr bytes.Buffer
-		code := run(context.Background(), nil, env(map[string]string{"NBI_HOST": host}), io.Discard, &stderr)
-		assert.Equal(t, 1, code, host)
-		assert.Equal(t, fmt.Sprintf("o2ims-operator: NBI_HOST=%q is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear\n", host),
-			stderr.String())
+		cfg := nbi.DefaultConfig()
+		cfg.Host = host
+		insecure, refused, err := nbiExposure(cfg, "")
+		require.NoError(t, err, host)
+		assert.False(t, insecure, host)
+		assert.Equal(t, fmt.Sprintf("NBI_HOST=%q is not a loopback address and the NBI has no TLS, so it is not served (the provisioning chain runs): set NBI_HOST=127.0.0.1, or NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear", host),
+			refused)
 	}
 	var stderr bytes.Buffer
 	code := run(context.Background(), nil, env(map[string]string{"NBI_HOST": "0.0.0.0", "NBI_INSECURE": "maybe"}), io.Discard, &stderr)
@@ -157,8 +161,9 @@ func TestNonLoopbackNBIWithoutTLSIsRefusedUnlessInsecure(t *testing.T) {
 		if c.cert != "" {
 			cfg.TLSCertFile, cfg.TLSKeyFile = c.cert, "/tls/tls.key"
 		}
-		insecure, err := nbiExposure(cfg, c.insecure)
+		insecure, refused, err := nbiExposure(cfg, c.insecure)
 		require.NoError(t, err, "%+v", c)
+		assert.Empty(t, refused, "%+v", c)
 		assert.Equal(t, c.allowedInsecure, insecure, "%+v", c)
 	}
 }

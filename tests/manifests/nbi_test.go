@@ -29,8 +29,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -340,8 +342,10 @@ type lazyLog struct{ p *operator }
 
 func (l lazyLog) String() string { return l.p.logText() }
 
-// The rendered base with NBI_HOST moved off loopback and no TLS: the operator refuses to start (one line,
-// exit 1); with NBI_INSECURE=true it starts, with a WARN line saying the NBI is served in clear.
+// The rendered base with NBI_HOST moved off loopback and no TLS (what a Deployment written for the Python
+// image may set): the operator runs without its NBI — the chain works, /readyz is 200 with a line saying
+// why and what to set, the log says it once, nothing listens on NBI_PORT; with NBI_INSECURE=true the NBI
+// is served, with a WARN line saying it is in clear.
 func TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -361,7 +365,7 @@ func TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure(t *testing.T) {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token), 0o600))
 	kc, err := api.WriteKubeconfig(filepath.Join(dir, "operator.kubeconfig"), "", tokenFile)
 	require.NoError(t, err)
-	start := func(name string, extra map[string]string) (*operator, int) {
+	start := func(name string, extra map[string]string) (*operator, int, int) {
 		env := kubelet(t, ctx, api, dep.Spec.Template.Spec, dep.Namespace, filepath.Join(dir, name))
 		require.Equal(t, "127.0.0.1", env["NBI_HOST"], "nbi-auth alone keeps the NBI on loopback")
 		ports, err := kubeapi.FreePorts(2)
@@ -374,20 +378,14 @@ func TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure(t *testing.T) {
 		for _, a := range container(t, dep).Args {
 			args = append(args, strings.Replace(a, ":8080/", fmt.Sprintf(":%d/", ports[1]), 1))
 		}
-		return startOperator(t, binary, env, args, filepath.Join(dir, name+".log")), ports[1]
+		return startOperator(t, binary, env, args, filepath.Join(dir, name+".log")), ports[1], ports[0]
 	}
 
-	p, _ := start("refused", map[string]string{"NBI_HOST": "0.0.0.0"})
-	select {
-	case err := <-p.done:
-		require.Error(t, err)
-		assert.Equal(t, "o2ims-operator: NBI_HOST=\"0.0.0.0\" is not a loopback address and the NBI has no TLS: set NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear\n", p.logText())
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		t.Fatalf("started with a non-loopback NBI and no TLS:\n%s", p.logText())
-	}
+	p, health, nbiPort := start("refused", map[string]string{"NBI_HOST": "0.0.0.0"})
+	runsWithoutItsNBI(t, api, p, health, nbiPort)
+	p.stop(t)
 
-	p, health := start("insecure", map[string]string{"NBI_HOST": "0.0.0.0", "NBI_INSECURE": "true"})
+	p, health, _ = start("insecure", map[string]string{"NBI_HOST": "0.0.0.0", "NBI_INSECURE": "true"})
 	defer p.stop(t)
 	p.waitReady(t, health)
 	var warn string
@@ -398,4 +396,42 @@ func TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure(t *testing.T) {
 	}
 	assert.Contains(t, warn, "WARN")
 	assert.Contains(t, warn, "without TLS")
+}
+
+// runsWithoutItsNBI checks an operator whose NBI address was refused: ready, saying why on /readyz and in
+// its log, nothing on the NBI's port, and the chain handling a request (an invalid one: failed by the
+// chain without Porch or Cluster API having to answer).
+func runsWithoutItsNBI(t *testing.T, api *kubeapi.Server, p *operator, health, nbiPort int) {
+	t.Helper()
+	const why = `NBI_HOST="0.0.0.0" is not a loopback address and the NBI has no TLS, so it is not served (the provisioning chain runs): set NBI_HOST=127.0.0.1, or NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (manifests/nbi-tls), or NBI_INSECURE=true to serve it in clear`
+	p.waitReady(t, health)
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "degraded: northbound: "+why)
+	assert.Contains(t, p.logText(), "the northbound API is not served: "+why)
+	_, err = net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", nbiPort), time.Second)
+	assert.Error(t, err, "something listens on NBI_PORT")
+
+	ctx := context.Background()
+	pr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.APIVersion, "kind": v1alpha1.Kind,
+		"metadata": map[string]any{"name": "nbi-refused-chain"},
+		"spec":     map[string]any{"templateName": "t", "templateVersion": "v1", "templateParameters": map[string]any{}},
+	}}
+	res := api.AdminDynamic().Resource(v1alpha1.GVR)
+	_, err = res.Create(ctx, pr, metav1.CreateOptions{})
+	require.NoError(t, err)
+	kubeapi.Eventually(t, 60*time.Second, func() bool {
+		u, err := res.Get(ctx, "nbi-refused-chain", metav1.GetOptions{})
+		return err == nil && v1alpha1.StatusOf(u).State == v1alpha1.StateFailed &&
+			strings.Contains(v1alpha1.StatusOf(u).Message, "validation failed")
+	}, "the chain never handled a request:\n%s", lazyLog{p})
+	require.NoError(t, res.Delete(ctx, "nbi-refused-chain", metav1.DeleteOptions{}))
+	kubeapi.Eventually(t, 30*time.Second, func() bool {
+		_, err := res.Get(ctx, "nbi-refused-chain", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, "the request never went away")
 }
