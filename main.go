@@ -446,7 +446,7 @@ func (w *wiring) addInventory() error {
 	// (netbox/availability.go).
 	w.op.OnStartup("netbox", nb.Start)
 	w.op.OnDegraded("netbox", nb.Degraded)
-	if w.inv, err = newInventory(w.getenv, w.cfg.netbox, nb, w.op, w.log); err != nil {
+	if w.inv, err = newInventory(w.getenv, w.cfg.netbox, nb, w.op, w.podNamespace, w.log); err != nil {
 		return err
 	}
 	if w.alarmsAPI, err = w.inv.serveAlarms(cacheStore{w.op}, nb, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace); err != nil {

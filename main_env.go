@@ -59,7 +59,7 @@ var environment = []envGroup{
 		{[]string{"BMC_CREDENTIALS_NAMESPACE"}, "`o2ims-bmc-credentials`", "where the labelled BMC credentials Secrets are"},
 	}},
 	{"O2IMS inventory API (with `NETBOX_URL`)", []envVar{
-		{[]string{"OCLOUD_ID"}, "UUIDv5 of `NETBOX_URL`", "the O-Cloud's `oCloudId`, the same on every replica and restart; the namespace of every inventory id"},
+		{[]string{"OCLOUD_ID"}, "UUIDv5 of `NETBOX_URL` at first start", "the O-Cloud's `oCloudId`, the namespace of every inventory id: fixed at first start in the ConfigMap `o2ims-operator-ocloud-id` and never derived again; an `OCLOUD_ID` that differs from it stops the operator at start, saying how to migrate"},
 		{[]string{"OCLOUD_GLOBAL_CLOUD_ID"}, "the nil UUID", "`globalCloudId`, as the SMO assigned it"},
 		{[]string{"OCLOUD_NAME", "OCLOUD_DESCRIPTION"}, "`o2ims-operator`, a sentence", "the O-Cloud's `name` and `description`"},
 		{[]string{"OCLOUD_SERVICE_URI"}, "the caller's scheme and Host", "`serviceUri`: the apiRoot SMOs reach (`http://` or `https://`)"},

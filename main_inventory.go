@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
@@ -32,11 +34,31 @@ type inventoryWiring struct {
 }
 
 // newInventory builds the view over nb and adds its refresher, a runnable of every replica: it starts
-// once the startup activities (the NetBox check first) are done.
-func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, log *zap.Logger) (*inventoryWiring, error) {
+// once the startup activities (the NetBox check first) are done. The O-Cloud id is settled first, in
+// namespace (inventory.SettleOCloudID): every id the view answers and the chain records is computed in it.
+func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, namespace string, log *zap.Logger) (*inventoryWiring, error) {
 	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
 	if err != nil {
 		return nil, err
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	oc, note, err := inventory.SettleOCloudID(context.Background(), op.Clients().Kubernetes, namespace, getenv, nbCfg.URL)
+	switch {
+	case apierrors.IsForbidden(err):
+		// Without the inventory component's ConfigMap rights the operator runs as the other refused
+		// parts do (saying what grants them), with the id as configured, not fixed: /readyz says so.
+		why := fmt.Sprintf("the O-Cloud id is not fixed (derived from OCLOUD_ID or NETBOX_URL at each start): %v; apply the manifests/inventory component and restart", err)
+		log.Error(why)
+		op.OnDegraded("ocloud-id", func() string { return why })
+	case err != nil:
+		return nil, err
+	default:
+		if note != "" {
+			log.Info(note)
+		}
+		cfg.OCloudID = oc
 	}
 	policyCfg, err := callback.ConfigFromEnv(getenv)
 	if err != nil {
