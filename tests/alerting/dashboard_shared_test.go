@@ -143,21 +143,26 @@ func assertDashboardOnSharedPrometheus(t *testing.T, dir, healthURL string) {
 	for _, p := range d.AllPanels() {
 		for _, tg := range p.Targets {
 			queries++
-			var res []map[string]any
+			var res struct {
+				ResultType string `json:"resultType"`
+			}
 			prom.api(t, "/api/v1/query?query="+url.QueryEscape(withVariables(tg.Expr, ourNamespace, ourJob)), &res)
+			assert.Equal(t, "vector", res.ResultType, "panel %q", p.Title)
 			for _, sel := range selectors(tg.Expr) {
 				for _, who := range [][2]string{{ourNamespace, ourJob}, {otherNamespace, otherJob}} {
 					q := fmt.Sprintf("count by (job, namespace) (%s)", withVariables(sel, who[0], who[1]))
-					var got []struct {
-						Metric map[string]string `json:"metric"`
+					var got struct {
+						Result []struct {
+							Metric map[string]string `json:"metric"`
+						} `json:"result"`
 					}
 					prom.api(t, "/api/v1/query?query="+url.QueryEscape(q), &got)
-					for _, s := range got {
+					for _, s := range got.Result {
 						assert.Equal(t, map[string]string{"job": who[1], "namespace": who[0]}, s.Metric, "panel %q: %s", p.Title, q)
 					}
 					if who[1] == otherJob && !strings.HasPrefix(sel, "o2ims_") {
 						generic++
-						assert.NotEmpty(t, got, "panel %q: the other job's %s is not scraped, the test proves nothing", p.Title, sel)
+						assert.NotEmpty(t, got.Result, "panel %q: the other job's %s is not scraped, the test proves nothing", p.Title, sel)
 					}
 				}
 			}
