@@ -13,7 +13,12 @@ RUN ./hack/build.sh /out/o2ims-operator "${VERSION}" && ./hack/rootfs.sh /rootfs
 
 FROM scratch
 ARG VERSION=dev
-LABEL org.opencontainers.image.title=o2ims-operator org.opencontainers.image.version="${VERSION}"
+# The commit built (hack/image.sh passes git's HEAD; pass --build-arg REVISION=… to docker build).
+ARG REVISION=unknown
+# The OCI annotations registries and scanners show (opencontainers/image-spec, annotations.md).
+LABEL org.opencontainers.image.title=o2ims-operator org.opencontainers.image.version="${VERSION}" org.opencontainers.image.revision="${REVISION}"
+LABEL org.opencontainers.image.source=https://github.com/o2ims-operator/o2ims-operator org.opencontainers.image.licenses=Apache-2.0
+LABEL org.opencontainers.image.description="O-RAN O2IMS ProvisioningRequest operator for Nephio, with the O2IMS northbound API"
 COPY --from=build /rootfs/ /
 USER 65535:65535
 WORKDIR /

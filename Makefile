@@ -14,20 +14,23 @@ ASSETS    = $(shell ./hack/tools.sh)
 # When make started, so run-local can say how long the whole thing took.
 STARTED  := $(shell date +%s%N)
 
-.PHONY: all build tools test unit lint fuzz run-local bench chaos image clean
+.PHONY: all help build tools test lint fuzz run-local bench chaos image clean
 
-all: build
+all: build ## the binary (as build)
 
-build:
+# Every target with its "## " line, one line each.
+help: ## this list
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## bin/o2ims-operator, static, VERSION from git describe
 	./hack/build.sh $(BIN) $(VERSION)
 
-## tools: build (first time, ~5 min) or reuse kube-apiserver, kubectl and etcd
-tools:
+# Built the first time (~5 min), then reused.
+tools: ## the real kube-apiserver, kubectl and etcd the tests run, built once
 	@echo "[$$(date +%T)] tools: kube-apiserver, kubectl, etcd"
 	@./hack/tools.sh >/dev/null
 
-## test: lint, every test against a real API server (race detector on), then short fuzzing
-test: lint tools
+test: lint tools ## everything CI runs: lint, every test on a real API server (-race), short fuzzing
 	@echo "[$$(date +%T)] go test -race ./..."
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -race -count=1 -timeout 25m ./...
 	@echo "[$$(date +%T)] fuzzing, $(FUZZTIME) per target"
@@ -37,31 +40,30 @@ test: lint tools
 # staticcheck, pinned: built from the Go module proxy on first use, then cached.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint:
+lint: ## gofmt, go vet, staticcheck
 	@echo "[$$(date +%T)] lint: gofmt, go vet, staticcheck"
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
 
-fuzz:
+fuzz: ## every fuzz target for FUZZTIME (8s)
 	./hack/fuzz.sh $(FUZZTIME)
 
-## run-local: the whole thing on this machine: API server, simulators, operator; a request through the NBI.
-## ARGS=--until-fulfilled stops everything and exits 0 once the request is FULFILLED (non-zero otherwise).
-run-local: tools build
+# ARGS=--until-fulfilled stops everything and exits 0 once the request is FULFILLED (non-zero otherwise).
+run-local: tools build ## the whole system on this machine, a request through the NBI to FULFILLED
 	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN) $(ARGS)
 
-bench: tools build
+bench: tools build ## the benchmarks, written to docs/benchmarks.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
 
-chaos: tools build
+chaos: tools build ## fault injection and the model-based day-2 run, written to docs/chaos.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_MODEL_SEQUENCES=$(MODEL_SEQUENCES) O2IMS_MODEL_STEPS=$(MODEL_STEPS) O2IMS_MODEL_REPORT=$(CURDIR)/docs/chaos.md \
 		go test -count=1 -timeout 40m -parallel $(MODEL_PARALLEL) -run TestModelDay2Sequences ./handlers/
 
-## image: the OCI image with Debian's podman, no registry (hack/image.sh); `docker build .` for registries
-image:
+# With Debian's podman, no registry (hack/image.sh); `docker build .` for registries.
+image: ## the OCI image IMAGE (o2ims-operator:VERSION)
 	./hack/image.sh $(IMAGE) $(VERSION)
 
-clean:
+clean: ## remove bin/
 	rm -rf bin

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,17 +84,20 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "string" }
 
-// parseFlags reads the command line. Positional arguments are the Python image's only: a leading "kopf"
-// (its command's name), then "run", then the .py files kopf ran (ignored), interleaved with flags as kopf
-// allowed. Anything else is an error naming it, for one line on stderr; --help writes the usage to out
-// and returns flag.ErrHelp.
+// parseFlags reads the command line, with double-dash long flags and single-letter shorthands as every
+// Kubernetes tool takes them (pflag, kubectl's library). Positional arguments are the Python image's only:
+// a leading "kopf" (its command's name), then "run", then the .py files kopf ran (ignored), interleaved
+// with flags as kopf allowed. Anything else is an error naming it, for one line on stderr; --help writes
+// the usage to out and returns pflag.ErrHelp.
 func parseFlags(args []string, out io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("o2ims-operator", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("o2ims-operator", pflag.ContinueOnError)
 	// Parse errors are returned, not printed with the whole usage: run prints them on one line.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.SortFlags = false
 	fs.StringVar(&o.liveness, "liveness", "http://0.0.0.0:8080/healthz", "kopf's liveness URL: one listener serving PATH (probes), /readyz and /metrics")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then the usual kubeconfig rules)")
 	fs.IntVar(&o.workers, "workers", 8, "ProvisioningRequests handled concurrently")
@@ -110,10 +113,8 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 	fs.StringVar(&o.debugPprof, "debug-pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (off by default)")
 	// kopf compatibility: accepted, and harmless for a cluster-scoped resource.
-	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
-	fs.BoolVar(&o.allNamespaces, "A", false, "kopf compatibility, as --all-namespaces")
-	fs.Var(&o.namespaces, "namespace", "kopf compatibility; ignored (ProvisioningRequests are cluster-scoped)")
-	fs.Var(&o.namespaces, "n", "kopf compatibility, as --namespace")
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "kopf compatibility (ProvisioningRequests are cluster-scoped)")
+	fs.VarP(&o.namespaces, "namespace", "n", "kopf compatibility; ignored (ProvisioningRequests are cluster-scoped)")
 	fs.BoolVar(&o.standalone, "standalone", false, "kopf compatibility (no peering); leader election is --leader-elect")
 	fs.BoolVar(&o.verbose, "verbose", false, "kopf compatibility: log level DEBUG")
 	fs.BoolVar(&o.debug, "debug", false, "kopf compatibility: log level DEBUG")
@@ -134,25 +135,20 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	if len(args) > 0 && args[0] == "run" {
 		kopfRun, args = true, args[1:]
 	}
-	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command;\n       o2ims-operator netbox bootstrap, to prepare NetBox: see netbox --help)")
-				fs.SetOutput(out)
-				fs.PrintDefaults()
-				printEnvironment(out)
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w (see --help)", err)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			fmt.Fprintln(out, "Usage: o2ims-operator [flags]   (also: kopf run FILE.py [flags], the Python image's command;\n       o2ims-operator netbox bootstrap, to prepare NetBox: see netbox --help)\n\nFlags:")
+			fmt.Fprint(out, fs.FlagUsages())
+			printEnvironment(out)
+			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
+		return nil, fmt.Errorf("%w (see --help)", err)
+	}
+	// pflag collects positional arguments wherever they are (kopf's .py files among the flags).
+	for _, a := range fs.Args() {
+		if !kopfRun || !strings.HasSuffix(a, ".py") {
+			return nil, fmt.Errorf(`unexpected argument %q: only flags are taken (and, as kopf did, "run FILE.py" first)`, a)
 		}
-		if !kopfRun || !strings.HasSuffix(args[0], ".py") {
-			return nil, fmt.Errorf(`unexpected argument %q: only flags are taken (and, as kopf did, "run FILE.py" first)`, args[0])
-		}
-		args = args[1:]
 	}
 	return o, nil
 }
@@ -290,7 +286,7 @@ func failed(stderr io.Writer, err error) int {
 func readCommandLine(args []string, stdout, stderr io.Writer) (o *options, code int, done bool) {
 	o, err := parseFlags(args, stdout)
 	switch {
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		return nil, 0, true
 	case err != nil:
 		fmt.Fprintf(stderr, "o2ims-operator: %v\n", err)

@@ -64,9 +64,10 @@ func TestWrongArgumentsAreOneLineOnStderrAndExitTwo(t *testing.T) {
 		"kopf serve":                          `got "serve" after "kopf"`,
 		"kopf --all-namespaces":               `got "--all-namespaces" after "kopf"`,
 		"run kopf":                            `unexpected argument "kopf"`,
-		"--bogus":                             `o2ims-operator: flag provided but not defined: -bogus (see --help)`,
-		"kopf run m.py --workers=many":        `invalid value "many" for flag -workers`,
-		"--liveness":                          `flag needs an argument: -liveness`,
+		"--bogus":                             `o2ims-operator: unknown flag: --bogus (see --help)`,
+		"kopf run m.py --workers=many":        `invalid argument "many" for "--workers" flag`,
+		"--liveness":                          `flag needs an argument: --liveness`,
+		"-kube-api-burst=5":                   `unknown shorthand flag: 'k' in -kube-api-burst=5`,
 		"kopf run m.py --all-namespaces -- x": `unexpected argument "x"`,
 	} {
 		var stdout, stderr bytes.Buffer
@@ -94,7 +95,29 @@ func TestVersionAndHelpAnswerOnStdout(t *testing.T) {
 	require.Equal(t, 0, run(context.Background(), []string{"--help"}, nil, &stdout, &stderr))
 	assert.Empty(t, stderr.String())
 	assert.Contains(t, stdout.String(), "Usage: o2ims-operator [flags]")
-	assert.Contains(t, stdout.String(), "-liveness")
+	// Long flags with two dashes, kopf's shorthands beside theirs, as kubectl prints them.
+	for _, want := range []string{"      --liveness string", "      --kube-api-burst int", "  -A, --all-namespaces", "  -n, --namespace string"} {
+		assert.Contains(t, stdout.String(), want)
+	}
+	assert.NotRegexp(t, `(?m)^  -[a-z][a-z-]+`, stdout.String(), "a single-dash long flag")
+}
+
+// Long flags take a value after "=" or as the next argument, as in every Kubernetes tool; kopf's -A and
+// -n shorthands stay, and the Python Deployment's exact arguments read as before.
+func TestFlagsAreKubernetesStyle(t *testing.T) {
+	o, err := parseFlags(strings.Fields("--kube-api-burst 7 --workers=3 -A -n ns1 --namespace ns2 --leader-elect"), io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 7, o.burst)
+	assert.Equal(t, 3, o.workers)
+	assert.True(t, o.allNamespaces)
+	assert.True(t, o.leaderElect)
+	assert.Equal(t, multiFlag{"ns1", "ns2"}, o.namespaces)
+
+	o, err = parseFlags([]string{"--all-namespaces", "--liveness=http://0.0.0.0:8080/healthz"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, o.allNamespaces)
+	assert.Equal(t, "http://0.0.0.0:8080/healthz", o.liveness)
+	assert.Equal(t, 8, o.workers)
 }
 
 func TestBadEnvironmentIsOneLineAndExitOne(t *testing.T) {

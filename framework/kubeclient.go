@@ -242,7 +242,7 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// countingTransport feeds rest_client_requests_by_resource_total.
+// countingTransport feeds o2ims_rest_client_requests_by_resource_total.
 type countingTransport struct{ next http.RoundTripper }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {

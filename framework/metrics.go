@@ -214,7 +214,7 @@ var (
 	restRateLimiter   *prometheus.HistogramVec
 	leaderMasterGauge *prometheus.GaugeVec
 	restByResource    = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "rest_client_requests_by_resource_total",
+		Name: "o2ims_rest_client_requests_by_resource_total",
 		Help: "Requests this process sent to the Kubernetes API, counted at its transport, by method, resource (subresource after a slash) and status code.",
 	}, []string{"method", "resource", "code"})
 )

@@ -8,6 +8,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 image="${1:?usage: hack/image.sh IMAGE [VERSION]}"
 version="${2:-dev}"
+# The commit, for the image's org.opencontainers.image.revision label ("-dirty" with uncommitted changes).
+revision="${REVISION:-$(git -C "$root" describe --always --dirty --abbrev=40 --match=NeVeR 2>/dev/null || echo unknown)}"
 if ! command -v podman >/dev/null 2>&1; then
   echo "hack/image.sh: podman is not installed: apt-get install podman runc ca-certificates" >&2
   exit 1
@@ -37,5 +39,5 @@ awk -v want='COPY --from=build /rootfs/ /' '
     if (copies != 1) { print "the final stage must " want " once" > "/dev/stderr"; exit 1 }
   }' "$root/Dockerfile" >"$work/Containerfile" || { echo "hack/image.sh: cannot use the Dockerfile's final stage" >&2; exit 1; }
 
-podman build --pull=never --layers=false --network=none --build-arg "VERSION=$version" \
+podman build --pull=never --layers=false --network=none --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
   -f "$work/Containerfile" -t "$image" "$work/context"

@@ -28,7 +28,8 @@ type Source interface {
 // Staleness: a change made in NetBox by someone else shows within RefreshInterval plus one listing's
 // duration; a deletion within ResyncInterval plus one full listing. The operator's own writes show at
 // once (View.Written). While NetBox does not answer, the view keeps answering what it last saw, and
-// the age of that is exported (o2ims_inventory_view_age_seconds, the "inventory" probe).
+// when NetBox last answered is exported (o2ims_inventory_view_last_refresh_timestamp_seconds, and the
+// "inventory" probe's age).
 type Refresher struct {
 	view *View
 	src  Source
@@ -87,9 +88,11 @@ func NewRefresher(view *View, src Source, log *zap.Logger, reg prometheus.Regist
 			Help: "Refreshes of the inventory view from NetBox, by kind (full, changes) and result (success, error).",
 		}, []string{"kind", "result"}),
 	}
+	// Deprecated for o2ims_inventory_view_last_refresh_timestamp_seconds (lastrefresh.go), which has no
+	// sentinel; kept this release because the shipped dashboard read it (README, "Metrics").
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "o2ims_inventory_view_age_seconds",
-		Help: "Seconds since NetBox last answered a refresh of the inventory view (-1 before the first).",
+		Help: "DEPRECATED, removed in the next release: use time() - o2ims_inventory_view_last_refresh_timestamp_seconds. Seconds since NetBox last answered a refresh of the inventory view (-1 before the first).",
 	}, func() float64 {
 		_, last := view.Synced()
 		if last.IsZero() {
@@ -102,7 +105,7 @@ func NewRefresher(view *View, src Source, log *zap.Logger, reg prometheus.Regist
 		Help: "Resources (pool devices) in the inventory view.",
 	}, func() float64 { n, _, _ := view.Counts(); return float64(n) })
 	if reg != nil {
-		for _, c := range []prometheus.Collector{r.runs, age, objects} {
+		for _, c := range []prometheus.Collector{r.runs, age, lastRefreshCollector{view}, objects} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -169,13 +169,30 @@ func TestNetBoxDownKeepsTheLastView(t *testing.T) {
 	require.NotNil(t, f.resource(t, 1))
 	_, last := f.view.Synced()
 	require.Equal(t, time.Minute, clk.Since(last))
-	age, ok := promtest.Gather(t, f.reg).Value("o2ims_inventory_view_age_seconds", nil)
-	require.True(t, ok, "no metric o2ims_inventory_view_age_seconds")
+	got := promtest.Gather(t, f.reg)
+	stamp, ok := got.Value("o2ims_inventory_view_last_refresh_timestamp_seconds", nil)
+	require.True(t, ok, "no metric o2ims_inventory_view_last_refresh_timestamp_seconds")
+	require.InDelta(t, float64(last.UnixNano())/1e9, stamp, 0.001, "when NetBox last answered, not when it was asked")
+	age, ok := got.Value("o2ims_inventory_view_age_seconds", nil)
+	require.True(t, ok, "the deprecated o2ims_inventory_view_age_seconds is kept this release")
 	require.InDelta(t, 60, age, 0.001)
 	probe, err := f.view.Probe(ctx)
 	require.NoError(t, err, "NetBox down is no reason to fail liveness")
 	require.InDelta(t, 60, probe.(map[string]any)["ageSeconds"], 0.001)
 	require.EqualValues(t, 1, testutil.ToFloat64(f.ref.runs.WithLabelValues("changes", "error")))
+}
+
+// Before NetBox has ever answered there is no timestamp (no sentinel value standing for "never"); the
+// first answer sets it.
+func TestLastRefreshTimestampIsAbsentUntilNetBoxAnswers(t *testing.T) {
+	f := newFixture(t, 1)
+	_, ok := promtest.Gather(t, f.reg).Value("o2ims_inventory_view_last_refresh_timestamp_seconds", nil)
+	require.False(t, ok, "a timestamp before any answer")
+	require.NoError(t, f.ref.Refresh(context.Background(), true))
+	_, last := f.view.Synced()
+	stamp, ok := promtest.Gather(t, f.reg).Value("o2ims_inventory_view_last_refresh_timestamp_seconds", nil)
+	require.True(t, ok)
+	require.InDelta(t, float64(last.UnixNano())/1e9, stamp, 0.001)
 }
 
 // A listing that started before one of the operator's own writes must not undo it in the view.

@@ -160,6 +160,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata:
   name: o2ims-operator-dashboard
+  namespace: o2ims
   labels:
     app.kubernetes.io/name: o2ims-operator
     grafana_dashboard: "1"

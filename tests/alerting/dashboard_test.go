@@ -39,7 +39,8 @@ var dashboardTopics = map[string][]string{
 	"quarantines":             {"o2ims_netbox_quarantines_total"},
 	"NBI latency":             {"o2ims_nbi_request_duration_seconds_bucket"},
 	"NBI errors":              {"o2ims_nbi_requests_total"},
-	"inventory age":           {"o2ims_inventory_view_age_seconds"},
+	"inventory age":           {"o2ims_inventory_view_last_refresh_timestamp_seconds"},
+	"alarms":                  {"o2ims_alarms_active", "o2ims_alarms_raised_total"},
 	"inventory notifications": {"o2ims_inventory_notifications_delivered_total", "o2ims_inventory_notifications_failed_total"},
 }
 
@@ -87,9 +88,13 @@ func TestDashboardCoversTheOperator(t *testing.T) {
 	d, _, err := LoadDashboard()
 	require.NoError(t, err)
 	assert.Equal(t, "o2ims-operator", d.UID)
-	require.Len(t, d.Templating.List, 1)
+	require.Len(t, d.Templating.List, 4)
 	assert.Equal(t, "datasource", d.Templating.List[0].Name)
 	assert.Equal(t, "prometheus", d.Templating.List[0].Query)
+	for i, name := range []string{"cluster", "namespace", "job"} {
+		assert.Equal(t, name, d.Templating.List[i+1].Name)
+		assert.Equal(t, "query", d.Templating.List[i+1].Type)
+	}
 	ids := map[int]bool{}
 	var all []Panel
 	var walk func([]Panel)
@@ -186,7 +191,8 @@ func exposedNames(fams stack.Metrics) map[string]bool {
 }
 
 // Every metric the dashboard reads is in the exposition of the operator binary, run with NetBox and
-// the inventory on, after the traffic that creates labelled series (an NBI call, a subscription).
+// the inventory on, after the traffic that creates labelled series (an NBI call, a subscription); then a
+// real Prometheus scrapes it beside another job with the same generic names, and no panel mixes them.
 func TestDashboardReadsOnlyMetricsTheOperatorExports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver and the operator binary")
@@ -259,4 +265,7 @@ func TestDashboardReadsOnlyMetricsTheOperatorExports(t *testing.T) {
 	}
 	sort.Strings(missing)
 	assert.Empty(t, missing, "the dashboard reads metrics the operator does not export")
+
+	// And on a Prometheus shared with another controller, every panel reads this operator only.
+	assertDashboardOnSharedPrometheus(t, dir, op.HealthURL)
 }

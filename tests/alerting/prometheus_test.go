@@ -192,6 +192,12 @@ scrape_configs:
         - targets: [%q]
 `, alertmanager)
 	}
+	return startPrometheusWith(t, bin, dir, config)
+}
+
+// startPrometheusWith runs Prometheus on a loopback port with its own data directory and config.
+func startPrometheusWith(t *testing.T, bin, dir, config string) *promServer {
+	t.Helper()
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
 	ports, err := kubeapi.FreePorts(1)

@@ -25,13 +25,13 @@ func writesByMethod(before, after stack.Metrics) map[string]float64 {
 	})
 }
 
-// restRequestsDelta is the change of the operator's rest_client_requests_by_resource_total between two
+// restRequestsDelta is the change of the operator's o2ims_rest_client_requests_by_resource_total between two
 // scrapes, each series counted under the keys keysOf gives its labels (none: not counted); keys that
 // did not change are left out.
 func restRequestsDelta(before, after stack.Metrics, keysOf func(labels map[string]string) []string) map[string]float64 {
 	count := func(m stack.Metrics) map[string]float64 {
 		out := map[string]float64{}
-		fam, ok := m["rest_client_requests_by_resource_total"]
+		fam, ok := m["o2ims_rest_client_requests_by_resource_total"]
 		if !ok {
 			return out
 		}

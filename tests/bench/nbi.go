@@ -108,7 +108,7 @@ func nbiServerSide(before, after stack.Metrics) (named, list histDelta) {
 }
 
 func apiGets(m stack.Metrics) float64 {
-	return m.Sum("rest_client_requests_by_resource_total", map[string]string{"resource": "provisioningrequests", "method": http.MethodGet})
+	return m.Sum("o2ims_rest_client_requests_by_resource_total", map[string]string{"resource": "provisioningrequests", "method": http.MethodGet})
 }
 
 // measureNBILatency times named GETs, first pages and full lists one at a time (no concurrency).

@@ -336,7 +336,7 @@ func (r *report) loadSection(p printer) {
 	p("The world at zero delay; requests without hosts. A fast admin client (no client-side limit, 64 concurrent " +
 		"callers) creates them all at once; a watch records when each becomes `fulfilled`. Rate = fulfilled requests ÷ " +
 		"(first create sent → last `fulfilled` seen). Writes are the operator's own mutating requests, counted at its " +
-		"client transport (`rest_client_requests_by_resource_total`), until it has been quiet for 2 s. Each run has a fresh " +
+		"client transport (`o2ims_rest_client_requests_by_resource_total`), until it has been quiet for 2 s. Each run has a fresh " +
 		"operator selecting only its own requests (`PROVISIONING_REQUEST_SELECTOR`), 8 workers, and the Go runtime as the " +
 		"shipped Deployment sets it (its `GOGC`, and `GOMEMLIMIT` at 90%% of its memory limit, which main.go would read " +
 		"from the cgroup).\n\n")
@@ -534,7 +534,7 @@ func (r *report) nbiLatencySection(p printer) {
 		}
 		p("\n\n")
 	}
-	p("API-server calls: the NBI instance's `rest_client_requests_by_resource_total{resource=\"provisioningrequests\",method=\"GET\"}` "+
+	p("API-server calls: the NBI instance's `o2ims_rest_client_requests_by_resource_total{resource=\"provisioningrequests\",method=\"GET\"}` "+
 		"changed by **%.0f** across these %d GETs (and by %.0f across section 5's %d): %s. Other processes: %s",
 		l.APIGets, l.Timed, r.NBILoad.APIGets, r.NBILoad.Requests,
 		map[bool]string{true: "**zero API-server calls per GET**", false: "**not zero** (a watch reconnect counts as one GET; see the log)"}[l.APIGets+r.NBILoad.APIGets == 0],

@@ -131,7 +131,7 @@ func nbiWritesOnAStandby(t *testing.T, standby *stack.Operator) {
 
 // The ha component, stacked with nbi-auth and nbi-tls as production stacks them, renders with the real
 // kubectl and the API server accepts it (server-side dry run): two leader-elected replicas rolled without
-// a gap, spread over nodes, a PodDisruptionBudget keeping one, and the NBI Service over both, listening on
+// a gap, spread over nodes, a PodDisruptionBudget evicting one at a time, and the NBI Service over both, listening on
 // the pod network with authentication and TLS.
 func TestHAComponentRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T) {
 	ctx := context.Background()
@@ -184,8 +184,11 @@ func TestHAComponentRunsTwoLeaderElectedReplicasBehindTheNBIService(t *testing.T
 
 	pdb := objs["PodDisruptionBudget/o2ims-operator"]
 	require.NotNil(t, pdb, "no PodDisruptionBudget")
-	minAvail, _, _ := unstructured.NestedFieldNoCopy(pdb, "spec", "minAvailable")
-	assert.EqualValues(t, 1, minAvail)
+	// One pod at a time, never all: maxUnavailable, which at one replica still lets a drain through.
+	maxUnavail, _, _ := unstructured.NestedFieldNoCopy(pdb, "spec", "maxUnavailable")
+	assert.EqualValues(t, 1, maxUnavail)
+	_, hasMin, _ := unstructured.NestedFieldNoCopy(pdb, "spec", "minAvailable")
+	assert.False(t, hasMin, "minAvailable blocks every drain at one replica")
 	pdbSel, _, _ := unstructured.NestedStringMap(pdb, "spec", "selector", "matchLabels")
 	for k, v := range pdbSel {
 		assert.Equal(t, v, podLabels[k], "the PodDisruptionBudget selects other pods")

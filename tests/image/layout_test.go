@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -75,9 +76,8 @@ func TestTheImageIsTheDockerfilesFinalStage(t *testing.T) {
 		case "CMD":
 			require.NoError(t, json.Unmarshal([]byte(rest), &want.Cmd), line)
 		case "LABEL":
-			for _, kv := range strings.Fields(rest) {
-				k, v, _ := strings.Cut(kv, "=")
-				want.Labels[k] = strings.ReplaceAll(strings.Trim(v, `"`), "${VERSION}", imageVersion)
+			for _, kv := range labelPair.FindAllStringSubmatch(rest, -1) {
+				want.Labels[kv[1]] = strings.ReplaceAll(strings.Trim(kv[2], `"`), "${VERSION}", imageVersion)
 			}
 		default:
 			t.Fatalf("the final stage has %q, which this test does not compare", line)
@@ -90,7 +90,25 @@ func TestTheImageIsTheDockerfilesFinalStage(t *testing.T) {
 	var got config
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	delete(got.Labels, "io.buildah.version") // podman's own
+	// The revision is the commit built: git's HEAD, "-dirty" when the checkout has changes.
+	revision := got.Labels["org.opencontainers.image.revision"]
+	if head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output(); err == nil {
+		assert.Contains(t, []string{strings.TrimSpace(string(head)), strings.TrimSpace(string(head)) + "-dirty"}, revision)
+	}
+	for k, v := range want.Labels {
+		want.Labels[k] = strings.ReplaceAll(v, "${REVISION}", revision)
+	}
 	assert.Equal(t, want, got, "the image's configuration is the Dockerfile's final stage")
+
+	// The OCI annotations registries and scanners read (opencontainers/image-spec annotations.md), each set.
+	for _, k := range []string{"source", "revision", "licenses", "description", "version", "title"} {
+		assert.NotEmpty(t, got.Labels["org.opencontainers.image."+k], k)
+	}
+	assert.Equal(t, imageVersion, got.Labels["org.opencontainers.image.version"], "the version make image is given")
+	license, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	require.NoError(t, err)
+	require.Contains(t, string(license), "Apache License\n                           Version 2.0")
+	assert.Equal(t, "Apache-2.0", got.Labels["org.opencontainers.image.licenses"], "LICENSE's SPDX id")
 
 	// What the issue asks of it, whatever the Dockerfile says.
 	assert.Equal(t, "65535:65535", got.User)
@@ -121,6 +139,9 @@ func TestTheImageIsTheDockerfilesFinalStage(t *testing.T) {
 }
 
 // stagesOf splits a Dockerfile into its stages' instructions (comments and blank lines dropped).
+// labelPair is one key=value of a LABEL instruction, the value possibly quoted with spaces.
+var labelPair = regexp.MustCompile(`(\S+?)=("[^"]*"|\S+)`)
+
 func stagesOf(t *testing.T, dockerfile string) [][]string {
 	var stages [][]string
 	for _, line := range strings.Split(dockerfile, "\n") {

@@ -104,7 +104,7 @@ func TestAlertmanagerRouteReachesTheNBIWebhookWithCredentialsItsAuthAccepts(t *t
 	assert.NotEmpty(t, hook.HTTPConfig.Authorization.CredentialsFile)
 	assert.NotEmpty(t, hook.HTTPConfig.TLSConfig.CAFile)
 
-	objs, _ := render(t, "monitoring", "nbi-tls", "nbi-auth")
+	objs, _ := render(t, "monitoring", "nbi-auth", "nbi-tls")
 	svc := objs["Service/o2ims/o2ims-operator-nbi"]
 	require.NotNil(t, svc)
 	ports, _, _ := unstructuredPorts(svc.Object)

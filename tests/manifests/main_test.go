@@ -109,6 +109,14 @@ func render(t *testing.T, components ...string) (objects, string) {
 	return parse(t, out), dir
 }
 
+// renderOutput is render's kubectl output and error, for the stacks kustomize must refuse.
+func renderOutput(t *testing.T, components ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, kubeapi.WriteKustomization(dir, true, components...))
+	return kubectl(t, "kustomize", dir)
+}
+
 func deployment(t *testing.T, objs objects) *appsv1.Deployment {
 	t.Helper()
 	u := objs["Deployment/o2ims/o2ims-operator"]

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -153,8 +154,11 @@ func TestRemovingAnAddOnLeavesTheCRDRequestsHostsAndSecrets(t *testing.T) {
 	}
 
 	remaining := append([]string(nil), kubeapi.Components...)
-	for _, addOn := range kubeapi.Components {
-		remaining = remaining[1:]
+	// nbi-tls requires nbi-auth (it renders only stacked after it): it is removed first.
+	order := []string{"inventory", "nbi-tls", "nbi-auth", "ha", "monitoring"}
+	require.ElementsMatch(t, kubeapi.Components, order)
+	for _, addOn := range order {
+		remaining = slices.DeleteFunc(remaining, func(c string) bool { return c == addOn })
 		require.NoError(t, kubeapi.WriteKustomization(site, true, remaining...))
 		must("apply", "-k", site)
 		must("delete", "-k", "manifests/"+addOn+"/objects")

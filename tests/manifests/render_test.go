@@ -83,9 +83,11 @@ func envOf(c corev1.Container) map[string]string {
 
 // Every subset of the five add-on Components (2^5 = 32), stacked in one kustomization and rendered by the
 // real kubectl: the objects are the base's plus exactly the chosen parts' own; the Deployment carries every
-// chosen part's settings and none of the others'; the NBI leaves loopback only with nbi-auth and nbi-tls
-// both; no rendering holds a Namespace but o2ims (metal3, the credentials and Porch/CAPI namespaces are
-// the administrator's), and monitoring leaves the Deployment as it is.
+// chosen part's settings and none of the others'; the NBI leaves loopback only with nbi-tls, which refuses
+// to render without nbi-auth, so no Service is dead; every object carries the recommended labels and the
+// namespace enforces the restricted Pod Security level; no rendering holds a Namespace but o2ims (metal3,
+// the credentials and Porch/CAPI namespaces are the administrator's), and monitoring leaves the
+// Deployment as it is.
 func TestEveryCombinationOfComponentsCarriesItsPartsAndNothingElse(t *testing.T) {
 	require.Len(t, kubeapi.Components, len(parts))
 	baseObjs, _ := render(t)
@@ -112,7 +114,14 @@ func TestEveryCombinationOfComponentsCarriesItsPartsAndNothingElse(t *testing.T)
 			name = "base"
 		}
 		t.Run(name, func(t *testing.T) {
+			if on["nbi-tls"] && !on["nbi-auth"] {
+				out, err := renderOutput(t, chosen...)
+				require.Error(t, err, "nbi-tls without nbi-auth renders:\n%s", out)
+				return
+			}
 			objs, _ := render(t, chosen...)
+			assertLabelsAndNamespace(t, objs)
+			assertNoDeadService(t, objs)
 
 			// Objects: the base's and the chosen parts' own, nothing else.
 			want := map[string]bool{}
@@ -157,7 +166,7 @@ func TestEveryCombinationOfComponentsCarriesItsPartsAndNothingElse(t *testing.T)
 				}
 			}
 			wantEnv["NBI_HOST"] = "127.0.0.1"
-			if on["nbi-auth"] && on["nbi-tls"] {
+			if on["nbi-tls"] {
 				wantEnv["NBI_HOST"] = "0.0.0.0"
 			}
 			assert.Equal(t, wantEnv, env)
@@ -261,78 +270,57 @@ func TestCertManagerComponentIssuesTheNBICertificate(t *testing.T) {
 	require.Contains(t, objs, "Service/o2ims/o2ims-operator-nbi")
 }
 
-// kpt reads every YAML file of the package as a resource, but for what .krmignore excludes: it must see one
-// Deployment o2ims/o2ims-operator (the base's), not the Components' partial patches of it.
-func TestKptSeesOneDeployment(t *testing.T) {
-	root, err := kubeapi.RepoFile("manifests")
-	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(root, ".krmignore"))
-	require.NoError(t, err)
-	var patterns []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			patterns = append(patterns, line)
-		}
-	}
-	ignored := func(rel string) bool {
-		for _, p := range patterns {
-			if strings.Contains(p, "/") {
-				if rel == p {
-					return true
-				}
-			} else if ok, _ := filepath.Match(p, filepath.Base(rel)); ok {
-				return true
-			}
-		}
-		return false
-	}
-	var deployments []string
-	patches := 0
-	require.NoError(t, filepath.Walk(root, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		isDeployment := strings.Contains(string(b), "\nkind: Deployment\n")
-		if strings.HasSuffix(rel, "deployment-patch.yaml") {
-			patches++
-		}
-		if ignored(rel) {
-			return nil
-		}
-		if isDeployment {
-			deployments = append(deployments, rel)
-		}
-		// A kustomization is kustomize's, not a resource: kpt leaves local-config out of what it applies.
-		if filepath.Base(rel) == "kustomization.yaml" {
-			assert.Contains(t, string(b), `config.kubernetes.io/local-config: "true"`, rel)
-		}
-		return nil
-	}))
-	assert.Equal(t, 4, patches, "the Components patching the Deployment")
-	assert.Equal(t, []string{"base/deployment.yaml"}, deployments)
-}
-
-// The NBI leaves loopback only with nbi-auth and nbi-tls both stacked, in whichever order a kustomization
-// lists them (each Component copies into NBI_HOST what the other one set).
-func TestNBILeavesLoopbackOnlyWithTLSAndAuthenticationInEitherOrder(t *testing.T) {
+// nbi-tls puts the NBI on the pod network behind its Service, so it requires nbi-auth stacked before it:
+// without (or after) it, kustomize refuses to render, naming the NBI_AUTH it looked for, instead of an
+// NBI open to the pod network unauthenticated or a Service nothing answers behind (a loopback NBI).
+// nbi-auth alone keeps the NBI on loopback.
+func TestNBITLSRequiresAuthenticationStackedBeforeIt(t *testing.T) {
 	for _, c := range []struct {
 		components []string
-		host       string
+		host       string // "" for refused
 	}{
 		{[]string{"nbi-auth"}, "127.0.0.1"},
-		{[]string{"nbi-tls"}, "127.0.0.1"},
 		{[]string{"nbi-auth", "nbi-tls"}, "0.0.0.0"},
-		{[]string{"nbi-tls", "nbi-auth"}, "0.0.0.0"},
-		{[]string{"nbi-tls", "ha", "nbi-auth"}, "0.0.0.0"},
-		{[]string{"ha", "inventory", "nbi-tls"}, "127.0.0.1"},
+		{[]string{"nbi-auth", "ha", "nbi-tls"}, "0.0.0.0"},
+		{[]string{"nbi-tls"}, ""},
+		{[]string{"ha", "inventory", "nbi-tls"}, ""},
+		{[]string{"nbi-tls", "nbi-auth"}, ""},
+		{[]string{"nbi-tls", "nbi-tls/cert-manager"}, ""},
 	} {
-		objs, _ := render(t, c.components...)
+		out, err := renderOutput(t, c.components...)
+		if c.host == "" {
+			require.Error(t, err, "%v renders:\n%s", c.components, out)
+			assert.Contains(t, out, "NBI_AUTH", "%v: the refusal names what is missing", c.components)
+			continue
+		}
+		require.NoError(t, err, "%v:\n%s", c.components, out)
+		objs := parse(t, out)
 		assert.Equal(t, c.host, envOf(container(t, deployment(t, objs)))["NBI_HOST"], "%v", c.components)
+	}
+}
+
+// No rendering holds a Service nothing answers behind: every Service's target port is a named port of the
+// operator's container whose listener is beyond loopback (the NBI's NBI_HOST; the health port listens
+// where --liveness says, 0.0.0.0 in the base).
+func assertNoDeadService(t *testing.T, objs objects) {
+	t.Helper()
+	c := container(t, deployment(t, objs))
+	for k, u := range objs {
+		if u.GetKind() != "Service" {
+			continue
+		}
+		ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+		for _, p := range ports {
+			target, _, _ := unstructured.NestedString(p.(map[string]any), "targetPort")
+			switch target {
+			case "nbi":
+				assert.Equal(t, "0.0.0.0", envOf(c)["NBI_HOST"], "%s: the NBI behind it listens on loopback", k)
+			case "health":
+				assert.Contains(t, c.Args, "--liveness=http://0.0.0.0:8080/healthz", k)
+			default:
+				t.Errorf("%s: target port %q is not one this test knows", k, target)
+			}
+		}
 	}
 }
 

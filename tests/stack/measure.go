@@ -69,10 +69,10 @@ func (o *Operator) Scrape() (Metrics, error) {
 }
 
 // Writes is, in m, the operator's mutating API requests (POST, PUT, PATCH, DELETE) by resource, from
-// rest_client_requests_by_resource_total (counted at its client transport).
+// o2ims_rest_client_requests_by_resource_total (counted at its client transport).
 func Writes(m Metrics) map[string]float64 {
 	out := map[string]float64{}
-	fam, ok := m["rest_client_requests_by_resource_total"]
+	fam, ok := m["o2ims_rest_client_requests_by_resource_total"]
 	if !ok {
 		return out
 	}
