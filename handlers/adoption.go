@@ -173,5 +173,5 @@ func (h *Handlers) replaceImageIDs(c *framework.Cause, pv *unstructured.Unstruct
 	}
 	setResourceSet(c, clusterID, infra)
 	c.Logger.Info("replaced the Python image's ids with the real ones",
-		stringField("oCloudNodeClusterIdWas", before.NodeClusterID), stringField("oCloudNodeClusterId", clusterID))
+		stringField("nodeClusterIdWas", before.NodeClusterID), stringField("nodeClusterId", clusterID))
 }
