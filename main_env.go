@@ -45,7 +45,7 @@ var environment = []envGroup{
 		{[]string{"PACKAGEVARIANT_NAMESPACE", "CLUSTER_NAMESPACE"}, "`default`", "where PackageVariants and Clusters live"},
 		{[]string{"CLUSTER_API_VERSION"}, "detected", "`v1beta2` or `v1beta1` (detection prefers v1beta2)"},
 		{[]string{"REQUEUE_INTERVAL"}, "`10`", "seconds between safety-net re-checks of a waiting request"},
-		{[]string{"RENDER_SETTLE"}, "`30`", "seconds after rewriting a PackageVariant's spec before Porch's `Ready=True` without a generation is believed for the new spec (see [The chain](#the-chain))"},
+		{[]string{"RENDER_SETTLE"}, "—", "accepted and ignored (it was a time after which Porch's `Ready` was believed for a rewritten spec; now only Porch's published revision of the new spec counts, see [The chain](#the-chain))"},
 		{[]string{"PROVISIONING_REQUEST_SELECTOR"}, "all", "handle only requests matching a label selector (sharding)"},
 		{[]string{"KOPF_TIME_FORMAT"}, "`aware`", "times in kopf progress records we start: `aware` (`…+00:00`, kopf ≥ 1.37, what the released Python image's kopf 1.40.1 reads) or `naive` (kopf 1.36); a record already on the object keeps its own form (see [Upgrading from the Python image](#upgrading-from-the-python-image))"},
 	}},

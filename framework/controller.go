@@ -201,12 +201,16 @@ func (c *controller) forget(key string) {
 	c.mu.Unlock()
 }
 
-// wake marks an external change (e.g. of a related object) and enqueues the key.
-func (c *controller) wake(key string) {
+// wake marks an external change (e.g. of a related object) and enqueues the key; resume: the object's
+// resume handlers run once more (Resuming).
+func (c *controller) wake(key string, resume ...bool) {
 	c.mu.Lock()
 	handling := c.handling
 	if st, ok := c.objects[key]; ok {
 		st.shared.changedAt = c.op.opts.Clock.Now()
+		if len(resume) > 0 && resume[0] {
+			st.shared.initial = true
+		}
 	}
 	c.mu.Unlock()
 	if handling {
@@ -354,7 +358,7 @@ func (c *controller) relatedHandler(r relatedSpec) cache.ResourceEventHandler {
 			return
 		}
 		for _, key := range r.mapFn(u, owners) {
-			c.wake(key)
+			c.wake(key, r.resume)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{

@@ -132,7 +132,16 @@ type relatedSpec struct {
 	gvr       schema.GroupVersionResource
 	namespace string
 	mapFn     MapFunc
+	resume    bool
 }
+
+// RelatedOption tunes a related watch.
+type RelatedOption func(*relatedSpec)
+
+// Resuming makes a change of the related object run the watched object's resume handlers once more, as
+// at start: an object whose handling is finished is looked at again (from the cache; a handler decides
+// whether that writes anything), one with a cause pending is handled as usual.
+func Resuming() RelatedOption { return func(r *relatedSpec) { r.resume = true } }
 
 // Watch is the registration of handlers for one resource.
 type Watch struct {
@@ -223,8 +232,12 @@ func (w *Watch) OnTimer(id string, interval, initialDelay time.Duration, fn Hand
 func (w *Watch) Index(name string, fn IndexFunc) { w.indexers[name] = fn }
 
 // Related wakes watched objects when objects of another resource change. namespace "" watches all.
-func (w *Watch) Related(gvr schema.GroupVersionResource, namespace string, mapFn MapFunc) {
-	w.related = append(w.related, relatedSpec{gvr: gvr, namespace: namespace, mapFn: mapFn})
+func (w *Watch) Related(gvr schema.GroupVersionResource, namespace string, mapFn MapFunc, opts ...RelatedOption) {
+	r := relatedSpec{gvr: gvr, namespace: namespace, mapFn: mapFn}
+	for _, o := range opts {
+		o(&r)
+	}
+	w.related = append(w.related, r)
 }
 
 // Wake wakes one watched object as a related object's change would: its next pass runs now, also a

@@ -25,9 +25,6 @@ type Config struct {
 	CreationTimeout time.Duration
 	// Requeue is the safety-net re-check while waiting; related watches wake sooner (REQUEUE_INTERVAL).
 	Requeue time.Duration
-	// RenderSettle is how long after rewriting a PackageVariant's spec a Ready=True without an
-	// observedGeneration is believed for the new spec (RENDER_SETTLE seconds; observed.go).
-	RenderSettle time.Duration
 	// PackageVariantNamespace and ClusterNamespace: where the Python image put them ("default").
 	PackageVariantNamespace string
 	ClusterNamespace        string
@@ -65,9 +62,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if cfg.Requeue, err = positiveSeconds(getenv, "REQUEUE_INTERVAL", 10); err != nil {
 		return cfg, err
 	}
-	if cfg.RenderSettle, err = positiveSeconds(getenv, "RENDER_SETTLE", 30); err != nil {
-		return cfg, err
-	}
+	// RENDER_SETTLE (a time after which Porch's Ready was believed for a rewritten spec) is accepted, so a
+	// Deployment that sets it still starts, and ignored: only Porch's published revision counts (porch.go).
 	if cfg.Selector != "" {
 		if _, err := labels.Parse(cfg.Selector); err != nil {
 			return cfg, fmt.Errorf("PROVISIONING_REQUEST_SELECTOR %q is not a label selector: %v", cfg.Selector, err)

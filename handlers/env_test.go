@@ -32,6 +32,15 @@ const (
 	tmplNeverProvision = "tmpl-never-provisions"
 	tmplClusterFails   = "tmpl-cluster-fails"
 	tmplReadyFirst     = "tmpl-ready-first"
+	// Porch renders a change of it into a draft that nobody approves (Nephio's policy initial publishes
+	// only a package's first revision, and no administrator comes).
+	tmplNeverPublished = "tmpl-never-published"
+	// Fulfilled, then Porch reports Ready=False (tmplPorchDegrades) or CAPI Available=False
+	// (tmplClusterDegrades) and keeps doing so.
+	tmplPorchDegrades   = "tmpl-porch-degrades"
+	tmplClusterDegrades = "tmpl-cluster-degrades"
+	// degradeAfter is when those faults start: after the request was fulfilled.
+	degradeAfter = 8 * time.Second
 )
 
 var worldOptions = world.Options{
@@ -44,6 +53,11 @@ var worldOptions = world.Options{
 	ReadyFirst:         map[string]bool{tmplReadyFirst: true, tmplRenderFails: true},
 	NeverProvision:     map[string]bool{tmplNeverProvision: true},
 	ClusterFailure:     map[string]string{tmplClusterFails: "invalid machine template"},
+	// Day-2 drafts are published by an administrator, except a never-published template's.
+	AdminApproves: true, NeverPublish: map[string]bool{tmplNeverPublished: true},
+	ApproveDelay: 100 * time.Millisecond, RolloutDelay: 1500 * time.Millisecond,
+	PorchDegradesAfter:   map[string]time.Duration{tmplPorchDegrades: degradeAfter},
+	ClusterDegradesAfter: map[string]time.Duration{tmplClusterDegrades: degradeAfter},
 }
 
 func TestMain(m *testing.M) {
@@ -82,8 +96,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	}
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
-	cfg.Requeue = time.Minute                 // related watches must do the waking; the safety net is far away
-	cfg.RenderSettle = 300 * time.Millisecond // tests of the settle rule set their own
+	cfg.Requeue = time.Minute // related watches must do the waking; the safety net is far away
 	cfg.Selector = "test=" + label
 	if mutate != nil {
 		mutate(&cfg)

@@ -64,9 +64,10 @@ func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
-	external.PackageVariantGVR.GroupResource(): external.PackageVariantKind,
-	v1alpha1.GVR.GroupResource():               v1alpha1.Kind,
-	external.ClusterGVR("").GroupResource():    external.ClusterKind,
+	external.PackageVariantGVR.GroupResource():  external.PackageVariantKind,
+	v1alpha1.GVR.GroupResource():                v1alpha1.Kind,
+	external.ClusterGVR("").GroupResource():     external.ClusterKind,
+	external.PackageRevisionGVR.GroupResource(): external.PackageRevisionKind,
 }
 
 // Handlers holds the chain's dependencies.
@@ -100,9 +101,11 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 		}
 		return []string{cn}
 	})
+	// Resuming: a fulfilled request is looked at again when Porch or CAPI change what they report
+	// (rollout.go recheckFulfilled), from the cache.
 	w.Related(external.PackageVariantGVR, h.cfg.PackageVariantNamespace,
-		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)))
-	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName))
+		framework.AnyOf(framework.ByAnnotation(AnnotationRequestUID, IndexUID), framework.SameName(false)), framework.Resuming())
+	w.Related(h.clusterGVR, h.cfg.ClusterNamespace, framework.ByIndexedName(IndexClusterName), framework.Resuming())
 	if h.hosts != nil {
 		for _, r := range h.hosts.Related() {
 			w.Related(r.GVR, r.Namespace, r.Map)

@@ -95,6 +95,9 @@ var (
 	msgRedrivenAfterFailure = &message{"redriven-after-failure", progressing,
 		"Provisioning request updated after it failed; provisioning again with a new budget of {budget} from the change",
 		"the spec of a failed request changed: it starts again with a `CREATION_TIMEOUT` budget of its own"}
+	msgRedrivenDegraded = &message{"redriven-degraded", progressing,
+		"Provisioning request was fulfilled and is provisioning again: {what}",
+		"a fulfilled request's PackageVariant reports `Ready=False` (`what`: `Porch reports the package variant not ready: …`) or its Cluster `Available=False` (`the Cluster is not available: …`): it is re-driven with a `CREATION_TIMEOUT` budget from then, fulfilled again when both recover, failed when they do not"}
 	msgHostsPreparing = &message{"hosts-preparing", progressing,
 		"Hosts are being prepared: {progress}",
 		"the hosts step is under way; `progress` is what it reports, `; `-separated: `N of M hosts claimed`, " +
@@ -116,9 +119,14 @@ var (
 	msgRenderingNotReported = &message{"rendering-not-reported", progressing,
 		"Cluster instance rendering ongoing: Porch has not reported on the updated package variant (generation {generation}) yet",
 		"Porch's `Ready` carries an `observedGeneration` behind the PackageVariant's generation"}
-	msgRenderingSettling = &message{"rendering-settling", progressing,
-		"Cluster instance rendering ongoing: the package variant was updated; Porch reports no generation, so Ready is believed {settle} after the update",
-		"the PackageVariant was rewritten for a spec change, and Porch's `Ready` carries no generation and has not turned `True` since: believed `RENDER_SETTLE` after the rewrite"}
+	msgRenderingAwaitingRender = &message{"rendering-awaiting-render", progressing,
+		"Cluster instance rendering ongoing: waiting for Porch to render the change ({porch})",
+		"the PackageVariant was rewritten for a spec change and Porch has not yet published a revision of it: `porch` says what it reports instead " +
+			"(no revision named in `status.downstreamTargets`; the template revision missing from `UPSTREAM_PKG_REPO`; the published revision cloned from another template revision; " +
+			"the latest published revision older than the change); Porch's `Ready` alone, which carries no generation, is never taken for the new spec"}
+	msgRenderingAwaitingApproval = &message{"rendering-awaiting-approval", progressing,
+		"Cluster instance rendering ongoing: waiting for package revision {revision} ({lifecycle}) to be approved and published",
+		"Porch rendered the change into a draft; Nephio's approval policy `initial` publishes only a package's first revision, so someone must approve this one (`porchctl rpkg propose` / `approve`)"}
 	msgRenderingEarlierRequest = &message{"rendering-earlier-request", progressing,
 		"Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed",
 		"a request re-created under a name whose deleted predecessor's PackageVariant the garbage collector has not removed yet"}
@@ -140,6 +148,9 @@ var (
 	msgClusterNotObserved = &message{"cluster-not-observed", progressing,
 		"Cluster resource creation ongoing ({phase}; Cluster API has not observed generation {generation} yet)",
 		"the Cluster's `status.observedGeneration` is behind its generation: its report is about an older spec"}
+	msgClusterRollingOut = &message{"cluster-rolling-out", progressing,
+		"Cluster resource creation ongoing ({phase}; rolling out: {rollout})",
+		"the Cluster is available but Cluster API reports a rollout in progress (v1beta2 conditions `RollingOut=True`, `ControlPlaneMachinesUpToDate` or `WorkerMachinesUpToDate` `False`, `TopologyReconciled=False`): the request waits until it is done"}
 	msgClusterOngoing = &message{"cluster-ongoing", progressing,
 		"Cluster resource creation ongoing ({phase})",
 		"the Cluster exists and is not provisioned yet; `phase` is its `status.phase` (`no phase yet`, `Deleting`)"}
@@ -199,11 +210,11 @@ var (
 
 // messages is the table, in README's order.
 var messages = []*message{
-	msgRedriven, msgRedrivenAfterFailure,
+	msgRedriven, msgRedrivenAfterFailure, msgRedrivenDegraded,
 	msgHostsPreparing, msgHostsRetrying, msgHostsHeldWithoutInventory,
-	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingSettling, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
+	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingAwaitingRender, msgRenderingAwaitingApproval, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
 	msgRenderingCreateLost, msgRenderingUpdateRaced, msgRenderingRetrying,
-	msgClusterAbsent, msgClusterNotObserved, msgClusterOngoing,
+	msgClusterAbsent, msgClusterNotObserved, msgClusterRollingOut, msgClusterOngoing,
 	msgFulfilled,
 	msgInvalid, msgHostsWithoutInventory, msgPackageVariantConflict, msgClusterNameChanged,
 	msgHostsFailed, msgRenderingFailed, msgClusterFailed, msgTimedOut,

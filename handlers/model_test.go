@@ -379,8 +379,12 @@ func (m *model) changeSpec(name string) string {
 	}
 	hosts, _, _ := unstructured.NestedSlice(u.Object, "spec", "templateParameters", "hosts")
 	switch m.rng.Intn(4) {
-	case 0: // template changed
-		patchPR(m.t, m.srv, name, fmt.Sprintf(`{"spec":{"templateVersion":"v%d.0.0"}}`, 2+m.rng.Intn(5)))
+	case 0: // template changed; now and then to one whose drafts nobody publishes
+		tmpl := tmplOK
+		if m.rng.Intn(3) == 0 {
+			tmpl = tmplNeverPublished
+		}
+		patchPR(m.t, m.srv, name, fmt.Sprintf(`{"spec":{"templateName":%q,"templateVersion":"v%d.0.0"}}`, tmpl, 2+m.rng.Intn(5)))
 		return "spec-template"
 	case 1: // a role removed (or the whole hosts block)
 		if len(hosts) == 0 {
@@ -657,6 +661,18 @@ func (m *model) check(where string) {
 			up, _, _ := unstructured.NestedMap(pv.Object, "spec", "upstream")
 			if up["package"] != spec["templateName"] || up["workspaceName"] != spec["templateVersion"] {
 				fail("%s is fulfilled for %v/%v; its package variant renders %v/%v", u.GetName(), spec["templateName"], spec["templateVersion"], up["package"], up["workspaceName"])
+			}
+			// Never fulfilled on an unrendered spec: after a change, Porch names a Published revision
+			// locked to the requested template (directory; its v<revision> checked by porch.go).
+			if _, rewritten := specUpdatedAt(pv); rewritten {
+				pr, published := publishedTarget(t, m.srv, u.GetName())
+				ref := ""
+				if pr != nil {
+					ref, _, _ = unstructured.NestedString(pr.Object, "status", "upstreamLock", "git", "ref")
+				}
+				if !published || !strings.HasPrefix(ref, fmt.Sprint(spec["templateName"])+"/v") {
+					fail("%s is fulfilled on %v, not on a published revision of %v", u.GetName(), ref, spec["templateName"])
+				}
 			}
 		}
 	}

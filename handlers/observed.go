@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"fmt"
 	"strconv"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -12,62 +10,47 @@ import (
 // PackageVariant; until Porch has looked at the new generation its Ready=True describes the old one, and a
 // request fulfilled on it would claim a template that was never rendered.
 //
-// The rule, where an object carries no generation of its report:
-//   - PackageVariant: Porch (v1.5.8) sets no observedGeneration on its conditions and rewrites nothing
-//     when Ready stays True, so the operator stamps the time of its update on the PackageVariant
-//     (AnnotationSpecUpdated). Ready counts for the new spec when its observedGeneration, if ever set, is
-//     the object's generation; else when Ready turned True after the update (Porch's clock against
-//     ours: a skew moves this by as much); else once RENDER_SETTLE has passed since the update with
-//     Ready still True — a time rule, not proof that Porch looked at the new spec.
+//   - PackageVariant: Ready counts when its observedGeneration, if Porch ever sets one, is the object's
+//     generation. Porch v1.5.8 sets none and rewrites nothing while Ready stays True, so after a rewrite
+//     (AnnotationSpecUpdated) Ready=True is necessary, not sufficient: porch.go reads the revision Porch
+//     published for the new spec. No time rule stands in for that report (RENDER_SETTLE is accepted and
+//     ignored).
 //   - Cluster: its status.observedGeneration (CAPI sets it in both versions) must have reached its
-//     metadata.generation before Available (or phase Provisioned) is believed.
+//     metadata.generation before Available (or phase Provisioned) is believed; rollout.go reads the
+//     rollout conditions.
 
 // AnnotationSpecUpdated records on our PackageVariant when the operator last rewrote its spec (RFC 3339,
-// UTC, nanoseconds).
+// UTC, nanoseconds): porch.go wants a revision published no earlier.
 const AnnotationSpecUpdated = "o2ims.provisioning.oran.org/spec-updated"
 
 // renderingReady reads Porch's Ready condition, found by type (the Python operator took conditions[-1], so
-// the same conditions in another order decided differently), for the PackageVariant's current spec. When
-// it is not ready, wait is the request's status (an entry of the message table) and retryIn, if positive,
-// is when the answer can change by time alone.
-func renderingReady(pv *unstructured.Unstructured, now time.Time, settle time.Duration) (ready bool, wait said, retryIn time.Duration) {
+// the same conditions in another order decided differently). When it is not ready, wait is the request's
+// status (an entry of the message table).
+func renderingReady(pv *unstructured.Unstructured) (ready bool, wait said) {
 	cond, ok := condition(pv, "Ready")
 	if !ok {
-		return false, msgRendering.with(), 0
+		return false, msgRendering.with()
 	}
 	if cond["status"] != "True" {
-		detail := ""
-		if r, _ := cond["reason"].(string); r != "" {
-			detail = r
+		if detail := conditionDetail(cond); detail != "" {
+			return false, msgRenderingNotReady.with(detail)
 		}
-		if m, _ := cond["message"].(string); m != "" {
-			if detail != "" {
-				detail += ": "
-			}
-			detail += m
-		}
-		if detail == "" {
-			return false, msgRendering.with(), 0
-		}
-		return false, msgRenderingNotReady.with(detail), 0
+		return false, msgRendering.with()
 	}
-	if og, ok := generationOf(cond["observedGeneration"]); ok {
-		if og >= pv.GetGeneration() {
-			return true, said{}, 0
-		}
-		return false, msgRenderingNotReported.with(strconv.FormatInt(pv.GetGeneration(), 10)), 0
+	if og, ok := generationOf(cond["observedGeneration"]); ok && og < pv.GetGeneration() {
+		return false, msgRenderingNotReported.with(strconv.FormatInt(pv.GetGeneration(), 10))
 	}
-	updated, err := time.Parse(time.RFC3339Nano, pv.GetAnnotations()[AnnotationSpecUpdated])
-	if err != nil {
-		return true, said{}, 0 // never rewritten by us: Ready is about the spec it was created with
+	return true, said{}
+}
+
+// conditionDetail is a condition's "reason: message".
+func conditionDetail(cond map[string]any) string {
+	r, _ := cond["reason"].(string)
+	m, _ := cond["message"].(string)
+	if r != "" && m != "" {
+		return r + ": " + m
 	}
-	if ltt, err := time.Parse(time.RFC3339, fmt.Sprint(cond["lastTransitionTime"])); err == nil && ltt.After(updated) {
-		return true, said{}, 0
-	}
-	if wait := updated.Add(settle).Sub(now); wait > 0 {
-		return false, msgRenderingSettling.with(settle.String()), wait
-	}
-	return true, said{}, 0
+	return r + m
 }
 
 // clusterCurrent tells whether CAPI has observed the Cluster's current generation; a report on an older

@@ -16,11 +16,10 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// Porch's Ready is believed for the PackageVariant's current spec only: by its observedGeneration where
-// set, else by a flip after our update, else once the settle time has passed.
+// Porch's Ready is read by type and believed only for the PackageVariant's current generation where
+// Porch reports one; after a rewrite it is necessary, never sufficient (porch.go), and no time makes it so.
 func TestRenderingReadyBelievesReadyOnlyForTheCurrentSpec(t *testing.T) {
 	updated := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
-	const settle = 30 * time.Second
 	pv := func(gen int64, ann string, ready map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
 			map[string]any{"type": "Stalled", "status": "False"}, ready,
@@ -36,31 +35,31 @@ func TestRenderingReadyBelievesReadyOnlyForTheCurrentSpec(t *testing.T) {
 		return map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": at.Format(time.RFC3339)}
 	}
 	cases := []struct {
-		name      string
-		pv        *unstructured.Unstructured
-		now       time.Time
-		ready     bool
-		detail    string
-		retryLess time.Duration
+		name   string
+		pv     *unstructured.Unstructured
+		ready  bool
+		detail string
 	}{
-		{"never rewritten", pv(1, "", readyAt(updated.Add(-time.Hour))), updated, true, "", 0},
-		{"rewritten, Ready from before", pv(2, stamp, readyAt(updated.Add(-time.Hour))), updated.Add(10 * time.Second), false, "believed 30s after the update", 20 * time.Second},
-		{"rewritten, settled", pv(2, stamp, readyAt(updated.Add(-time.Hour))), updated.Add(settle), true, "", 0},
-		{"rewritten, Ready turned True since", pv(2, stamp, readyAt(updated.Add(2*time.Second))), updated.Add(3 * time.Second), true, "", 0},
-		{"observedGeneration behind", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}), updated.Add(time.Hour), false, "generation 3", 0},
-		{"observedGeneration current", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}), updated, true, "", 0},
-		{"not ready", pv(1, "", map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": "no upstream"}), updated, false, "Error: no upstream", 0},
+		{"never rewritten", pv(1, "", readyAt(updated.Add(-time.Hour))), true, ""},
+		{"rewritten: Ready is necessary, porch.go decides", pv(2, stamp, readyAt(updated.Add(-time.Hour))), true, ""},
+		{"observedGeneration behind", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(2)}), false, "generation 3"},
+		{"observedGeneration current", pv(3, stamp, map[string]any{"type": "Ready", "status": "True", "observedGeneration": int64(3)}), true, ""},
+		{"not ready", pv(1, "", map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": "no upstream"}), false, "Error: no upstream"},
 	}
 	for _, c := range cases {
-		ready, wait, retryIn := renderingReady(c.pv, c.now, settle)
+		ready, wait := renderingReady(c.pv)
 		assert.Equal(t, c.ready, ready, c.name)
 		if c.detail == "" {
 			assert.Empty(t, wait.text, c.name)
 		} else {
 			assert.Contains(t, wait.text, c.detail, c.name)
 		}
-		assert.Equal(t, c.retryLess, retryIn, c.name)
 	}
+	at, ok := specUpdatedAt(pv(2, stamp, readyAt(updated)))
+	assert.True(t, ok)
+	assert.True(t, at.Equal(updated))
+	assert.Equal(t, int64(3), lockRevision("edge-cluster/v3"))
+	assert.Equal(t, int64(-1), lockRevision("drafts/edge-cluster/packagevariant-2"))
 
 	cl := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"observedGeneration": int64(1)}}}
 	cl.SetGeneration(2)
@@ -80,7 +79,7 @@ func TestRenderingReadyBelievesReadyOnlyForTheCurrentSpec(t *testing.T) {
 func TestSpecChangeInFlightReachesThePackageVariant(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	c := startChain(t, srv, "inflight", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = 2 * time.Second }, nil)
+	c := startChain(t, srv, "inflight", func(c *Config) { c.Requeue = 500 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("inflight-1", "inflight", tmplNeverRenders, map[string]any{"clusterName": "edge-inflight-1"}))
 	eventually(t, 20*time.Second, func() bool {
 		u, _ := getPR(t, srv, "inflight-1")
@@ -104,37 +103,6 @@ func TestSpecChangeInFlightReachesThePackageVariant(t *testing.T) {
 	assert.True(t, hasEvent(eventsOf(t, srv, "inflight-1"), corev1.EventTypeNormal, EventUpdated, "Updated package variant default/inflight-1"))
 }
 
-// A spec change of a fulfilled request: Porch (like v1.5.8) keeps Ready=True without a generation, so
-// the request is fulfilled again only once the settle time has passed since the rewrite, not on the
-// Ready of the old spec.
-func TestRedriveWaitsForPorchToReportOnTheNewSpec(t *testing.T) {
-	t.Parallel()
-	srv := kubeapi.Shared(t)
-	const settle = 3 * time.Second
-	startChain(t, srv, "settle", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = settle }, nil)
-	createPR(t, srv, provisioningRequest("settle-1", "settle", tmplOK, map[string]any{"clusterName": "edge-settle-1"}))
-	waitState(t, srv, "settle-1", v1alpha1.StateFulfilled, 30*time.Second)
-	before, _ := getPV(t, srv, "settle-1")
-	readyBefore, _ := condition(before, "Ready")
-
-	patchPR(t, srv, "settle-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
-	eventually(t, 20*time.Second, func() bool {
-		u, _ := getPR(t, srv, "settle-1")
-		return strings.Contains(v1alpha1.StatusOf(u).Message, "Porch reports no generation")
-	}, "the re-drive never waited for Porch to report on the new spec")
-	done := waitState(t, srv, "settle-1", v1alpha1.StateFulfilled, 30*time.Second)
-	pv, _ := getPV(t, srv, "settle-1")
-	ready, _ := condition(pv, "Ready")
-	assert.Equal(t, readyBefore["lastTransitionTime"], ready["lastTransitionTime"], "Ready flipped: this test no longer shows the settle rule")
-	ws, _, _ := unstructured.NestedString(pv.Object, "spec", "upstream", "workspaceName")
-	assert.Equal(t, "v2.0.0", ws)
-	stamp, err := time.Parse(time.RFC3339Nano, pv.GetAnnotations()[AnnotationSpecUpdated])
-	require.NoError(t, err)
-	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
-	require.NoError(t, err)
-	assert.False(t, at.Before(stamp.Add(settle).Truncate(time.Second)), "fulfilled %s after the rewrite, before the settle of %s", at.Sub(stamp), settle)
-}
-
 // An update whose answer is lost (it landed) is settled by reading the package variant back: no blind
 // second update, no "retrying" status, one Updated event.
 func TestALostUpdateAnswerIsSettledByReadingBack(t *testing.T) {
@@ -144,7 +112,7 @@ func TestALostUpdateAnswerIsSettledByReadingBack(t *testing.T) {
 	rec := &kubeapi.Recorder{Fault: func(req *http.Request) bool {
 		return req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/packagevariants/lostupd-1") && puts.Add(1) == 1
 	}}
-	c := startChain(t, srv, "lostupd", func(c *Config) { c.Requeue = 500 * time.Millisecond; c.RenderSettle = time.Second }, rec)
+	c := startChain(t, srv, "lostupd", func(c *Config) { c.Requeue = 500 * time.Millisecond }, rec)
 	createPR(t, srv, provisioningRequest("lostupd-1", "lostupd", tmplOK, map[string]any{"clusterName": "edge-lostupd-1"}))
 	waitState(t, srv, "lostupd-1", v1alpha1.StateFulfilled, 30*time.Second)
 	patchPR(t, srv, "lostupd-1", `{"spec":{"templateVersion":"v2.0.0"}}`)

@@ -34,8 +34,13 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 		// Fulfilled and failed are where a request stops until its spec changes: resuming must not re-drive
 		// it (a fulfilled one's PackageVariant may be gone on purpose; a failed one must claim, register
 		// and write nothing more). Its hosts stay claimed until it is deleted or its spec changes.
-		if cur.State == v1alpha1.StateFulfilled {
-			h.rewriteResourceIDs(c)
+		if cur.State != v1alpha1.StateFulfilled {
+			return nil
+		}
+		h.rewriteResourceIDs(c)
+		spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
+		if req, err := ParseRequest(spec, h.reservedKeys()); err == nil {
+			return h.recheckFulfilled(c, req)
 		}
 		return nil
 	}
@@ -116,11 +121,15 @@ func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, r
 	if pv == nil {
 		return true, err
 	}
-	if ready, msg, retryIn := renderingReady(pv, c.Now, h.cfg.RenderSettle); !ready {
-		if retryIn <= 0 {
-			retryIn = h.cfg.Requeue
-		}
-		return true, h.waitWithinBudgetFor(c, "rendering", msg, "", retryIn)
+	if ready, msg := renderingReady(pv); !ready {
+		return true, h.waitWithinBudget(c, "rendering", msg, "")
+	}
+	published, msg, err := h.porchPublished(ctx, c, pv, req)
+	if err != nil {
+		return true, h.retryOrFail(c, err)
+	}
+	if !published {
+		return true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
 	return false, nil
 }
@@ -138,6 +147,9 @@ func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []s
 	v := viewCluster(cl, h.clusterVersion)
 	if current, generation := clusterCurrent(cl); !current && !v.failed {
 		return h.waitWithinBudget(c, "cluster", msgClusterNotObserved.with(v.phase, strconv.FormatInt(generation, 10)), "")
+	}
+	if rolling := rollingOut(cl, h.clusterVersion); v.provisioned && rolling != "" {
+		return h.waitWithinBudget(c, "cluster", msgClusterRollingOut.with(v.phase, rolling), "")
 	}
 	switch {
 	case v.provisioned:

@@ -28,6 +28,8 @@ const (
 	ClusterV1beta1OnlyCRD  = "clusters-v1beta1-only.yaml"
 	BareMetalHostCRD       = "metal3.io_baremetalhosts.yaml"
 	HardwareDataCRD        = "metal3.io_hardwaredata.yaml"
+	// PackageRevisionCRD stands in for Porch's aggregated API (derived from its Go types; SOURCES.md).
+	PackageRevisionCRD = "porch.kpt.dev_packagerevisions.yaml"
 )
 
 // ReferenceDir holds the upstream documents the tests and the local run read, inside the checkout.
@@ -60,7 +62,7 @@ func DefaultCRDs() ([]string, error) {
 		return nil, err
 	}
 	paths := []string{own}
-	for _, n := range []string{PackageVariantCRD, ClusterCRD, BareMetalHostCRD, HardwareDataCRD} {
+	for _, n := range []string{PackageVariantCRD, PackageRevisionCRD, ClusterCRD, BareMetalHostCRD, HardwareDataCRD} {
 		p, err := ReferenceCRD(n)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,10 +21,43 @@ import (
 type capi struct {
 	w   *World
 	gvr schema.GroupVersionResource
+	mu  sync.Mutex
+	// rollouts: per Cluster, the revision last seen applied and when it changed (zero: the first one).
+	rollouts map[string]rollout
+}
+
+type rollout struct {
+	revision string
+	since    time.Time
+}
+
+// rollingOut tells whether the Cluster is rolling out a newly applied revision (RolloutDelay from the
+// change) and how long until it is done.
+func (c *capi) rollingOut(cl *unstructured.Unstructured) (bool, time.Duration) {
+	key := cl.GetNamespace() + "/" + cl.GetName()
+	rev := cl.GetAnnotations()[AnnotationRevision]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rollouts == nil {
+		c.rollouts = map[string]rollout{}
+	}
+	r, seen := c.rollouts[key]
+	if !seen || r.revision != rev {
+		r = rollout{revision: rev}
+		if seen {
+			r.since = time.Now()
+		}
+		c.rollouts[key] = r
+	}
+	if r.since.IsZero() {
+		return false, 0
+	}
+	d := due(r.since, c.w.opts.RolloutDelay)
+	return d > 0, d
 }
 
 // ensureCluster creates the Cluster the rendered package would apply (a GitOps sync, here immediate).
-func (w *World) ensureCluster(ctx context.Context, name, template string) error {
+func (w *World) ensureCluster(ctx context.Context, name, template, revision string) error {
 	gvr := external.ClusterGVR(w.opts.ClusterVersion)
 	cl := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": external.ClusterKind,
@@ -31,7 +65,11 @@ func (w *World) ensureCluster(ctx context.Context, name, template string) error 
 	}}
 	cl.SetName(name)
 	cl.SetNamespace(w.opts.ClusterNamespace)
-	cl.SetAnnotations(map[string]string{AnnotationTemplate: template})
+	ann := map[string]string{AnnotationTemplate: template}
+	if revision != "" {
+		ann[AnnotationRevision] = revision
+	}
+	cl.SetAnnotations(ann)
 	_, err := w.opts.Dynamic.Resource(gvr).Namespace(w.opts.ClusterNamespace).Create(ctx, cl, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
@@ -59,11 +97,30 @@ func (c *capi) reconcile(ctx context.Context, cl *unstructured.Unstructured, fir
 	case o.NeverProvision[template] && phase == "Provisioning":
 		again = 0
 	}
+	degraded := false
+	if d, ok := o.ClusterDegradesAfter[template]; ok && phase == "Provisioned" {
+		left := due(first, d)
+		degraded = left == 0
+		if left > 0 && (again == 0 || left < again) {
+			again = left
+		}
+	}
+	rolling, left := c.rollingOut(cl)
+	if rolling && (again == 0 || left < again) {
+		again = left
+	}
 	var status map[string]any
 	if o.ClusterVersion == "v1beta1" {
 		status = v1beta1Status(phase, failure)
+		status["observedGeneration"] = maxInt64(cl.GetGeneration(), 1)
+		status["v1beta2"] = map[string]any{"conditions": rolloutConditions(rolling)}
 	} else {
 		status = v1beta2Status(cl, phase, failure)
+		if degraded {
+			status["conditions"] = []any{map[string]any{"type": "Available", "status": "False", "reason": "NotAvailable",
+				"message": "* RemoteConnectionProbe: Remote connection probe failed", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
+		}
+		status["conditions"] = append(status["conditions"].([]any), rolloutConditions(rolling)...)
 	}
 	current, _, _ := unstructured.NestedMap(cl.Object, "status")
 	if !sameIgnoringTimes(current, status) {
@@ -74,6 +131,28 @@ func (c *capi) reconcile(ctx context.Context, cl *unstructured.Unstructured, fir
 		}
 	}
 	return again, nil
+}
+
+// rolloutConditions are the Cluster's v1beta2 rollout conditions (cluster-api v1.14.0
+// api/core/v1beta2/cluster_types.go: RollingOut with RollingOut/NotRollingOut, ControlPlaneMachinesUpToDate
+// and WorkerMachinesUpToDate with UpToDate/NotUpToDate).
+func rolloutConditions(rolling bool) []any {
+	now := time.Now().UTC().Format(time.RFC3339)
+	cond := func(t, status, reason, msg string) any {
+		return map[string]any{"type": t, "status": status, "reason": reason, "message": msg, "lastTransitionTime": now}
+	}
+	if rolling {
+		return []any{
+			cond("RollingOut", "True", "RollingOut", "* MachineDeployment md-0: rolling out 1 not up-to-date replica"),
+			cond("ControlPlaneMachinesUpToDate", "True", "UpToDate", ""),
+			cond("WorkerMachinesUpToDate", "False", "NotUpToDate", "* Machine md-0-abc: Version v1.33.1, v1.34.0 required"),
+		}
+	}
+	return []any{
+		cond("RollingOut", "False", "NotRollingOut", ""),
+		cond("ControlPlaneMachinesUpToDate", "True", "UpToDate", ""),
+		cond("WorkerMachinesUpToDate", "True", "UpToDate", ""),
+	}
 }
 
 func v1beta2Status(cl *unstructured.Unstructured, phase, failure string) map[string]any {

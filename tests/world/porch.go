@@ -51,20 +51,47 @@ func (p *porch) reconcile(ctx context.Context, pv *unstructured.Unstructured, fi
 	if msg, failing := o.RenderFailure[template]; failing {
 		ready = map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": msg}
 	}
-	conds := []any{
-		map[string]any{"type": "Stalled", "status": "False", "reason": "Valid", "message": "all validation checks passed"},
-		ready,
+	stalled := map[string]any{"type": "Stalled", "status": "False", "reason": "Valid", "message": "all validation checks passed"}
+	var again time.Duration
+	if d, ok := o.PorchDegradesAfter[template]; ok {
+		if again = due(first, d); again == 0 {
+			stalled = map[string]any{"type": "Stalled", "status": "True", "reason": "ValidationError", "message": "could not find upstream package revision"}
+			ready = map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": "invalid packagevariant object"}
+		}
 	}
+	var targets []*unstructured.Unstructured
+	pvReady := ready["status"] == "True"
+	if p.w.revisionsServed && pvReady {
+		var err error
+		if targets, err = p.ensureDownstream(ctx, pv); err != nil {
+			ready = map[string]any{"type": "Ready", "status": "False", "reason": "Error", "message": err.Error()}
+		}
+	}
+	conds := []any{stalled, ready}
 	if o.ReadyFirst[template] {
 		conds[0], conds[1] = conds[1], conds[0]
 	}
 	if err := setConditions(ctx, dyn, pv, conds); err != nil {
 		return 0, err
 	}
-	if ready["status"] == "True" && !o.NoCluster[template] && downstream != "" {
-		return 0, p.w.ensureCluster(ctx, downstream, template)
+	if !p.w.revisionsServed {
+		if ready["status"] != "True" || o.NoCluster[template] || downstream == "" {
+			return again, nil
+		}
+		return again, p.w.ensureCluster(ctx, downstream, template, "")
 	}
-	return 0, nil
+	if ready["status"] == "True" {
+		if err := setTargets(ctx, dyn, pv, targets); err != nil {
+			return 0, err
+		}
+	}
+	// The approvers act on their own: an administrator also while the PackageVariant is not Ready (a
+	// change that met a pending draft waits for that draft to be published).
+	d, err := p.approveAndSync(ctx, pv, ready["status"] == "True", o.NoCluster[template] || downstream == "")
+	if again == 0 || (d > 0 && d < again) {
+		again = d
+	}
+	return again, err
 }
 
 // setConditions writes status.conditions when they differ (ignoring transition times), keeping a

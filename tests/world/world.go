@@ -56,17 +56,33 @@ type Options struct {
 	NeverRender, NeverProvision, NoCluster map[string]bool
 	// ClusterFailure maps a template name to a failureMessage (phase Failed).
 	ClusterFailure map[string]string
+	// PackageRevisions (when served: porch.kpt.dev, a CRD in tests): drafts are published ApproveDelay after
+	// they are created, by Nephio's approval controller (policy initial: only when the package has no
+	// Published revision yet) or, when AdminApproves, by an administrator — never for a template in
+	// NeverPublish. A Cluster whose published revision changes rolls out for RolloutDelay (default
+	// ProvisionDelay): RollingOut=True and its machines not up to date, Available unchanged.
+	AdminApproves bool
+	// PorchDegradesAfter and ClusterDegradesAfter map a template to how long after Porch first saw its
+	// PackageVariant (CAPI its Cluster) it starts reporting a fault and keeps it: Porch Stalled=True /
+	// Ready=False as for an upstream revision it cannot find, CAPI Available=False as for a workload
+	// cluster it cannot reach.
+	PorchDegradesAfter, ClusterDegradesAfter map[string]time.Duration
+	NeverPublish                             map[string]bool
+	ApproveDelay                             time.Duration
+	RolloutDelay                             time.Duration
 	// BadCredentialsUser: a BMC Secret with this username makes Metal3 report a registration error.
 	BadCredentialsUser string
 }
 
 // World runs the simulated controllers until Stop.
 type World struct {
-	opts    Options
-	log     *zap.Logger
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	players []*player
+	opts Options
+	// revisionsServed: PackageRevisions can be listed; else Porch creates the Cluster on Ready, as before.
+	revisionsServed bool
+	log             *zap.Logger
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+	players         []*player
 }
 
 // Start runs Porch, CAPI and Metal3 players; a player whose resource is not served (no CRD) sits out.
@@ -84,7 +100,11 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 		opts.Logger = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	if opts.RolloutDelay == 0 {
+		opts.RolloutDelay = opts.ProvisionDelay
+	}
 	w := &World{opts: opts, log: opts.Logger, cancel: cancel}
+	w.revisionsServed = served(ctx, opts.Dynamic, external.PackageRevisionGVR)
 	porch := &porch{w: w}
 	capi := &capi{w: w, gvr: external.ClusterGVR(opts.ClusterVersion)}
 	metal3 := &metal3{w: w}

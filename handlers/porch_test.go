@@ -1,0 +1,154 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// Fulfilment after a change rests on Porch's and CAPI's reports on the new spec (porch.go, rollout.go),
+// on the real API server with the world's Porch (PackageRevisions from Porch's types) and CAPI.
+
+// publishedTarget returns the PackageRevision our PackageVariant names, when it is Published.
+func publishedTarget(t *testing.T, srv *kubeapi.Server, name string) (*unstructured.Unstructured, bool) {
+	t.Helper()
+	pv, ok := getPV(t, srv, name)
+	if !ok {
+		return nil, false
+	}
+	targets := downstreamTargets(pv)
+	if len(targets) != 1 {
+		return nil, false
+	}
+	pr, err := srv.AdminDynamic().Resource(external.PackageRevisionGVR).Namespace("default").Get(context.Background(), targets[0], metav1.GetOptions{})
+	if err != nil {
+		return nil, false
+	}
+	lc, _, _ := unstructured.NestedString(pr.Object, "spec", "lifecycle")
+	return pr, lc == "Published"
+}
+
+// The issue's repro: a fulfilled request patched to a template Porch never renders keeps Porch's old
+// Ready=True; it must never be fulfilled again, say what it waits for, and fail when the budget is spent.
+func TestAChangePorchNeverRendersIsNeverFulfilled(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "norender", func(c *Config) { c.CreationTimeout = 4 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("norender-1", "norender", tmplOK, map[string]any{"clusterName": "edge-norender-1"}))
+	waitState(t, srv, "norender-1", v1alpha1.StateFulfilled, 30*time.Second)
+	before, _ := getPV(t, srv, "norender-1")
+	readyBefore, _ := condition(before, "Ready")
+
+	patchPR(t, srv, "norender-1", `{"spec":{"templateName":"`+tmplNeverRenders+`","templateVersion":"v9.9.9"}}`)
+	st := c.trail.await(t, "norender-1", msgRenderingAwaitingRender, 20*time.Second)
+	assert.Contains(t, st.Message, "Porch has no revision v9.9.9 of template "+tmplNeverRenders+" in catalog-infra-capi")
+	u := waitState(t, srv, "norender-1", v1alpha1.StateFailed, 30*time.Second)
+	msg := v1alpha1.StatusOf(u).Message
+	assert.Contains(t, msg, "timed out after 4s waiting for the Cluster instance rendering")
+	assert.Contains(t, msg, "no revision v9.9.9 of template "+tmplNeverRenders)
+	pv, _ := getPV(t, srv, "norender-1")
+	ready, _ := condition(pv, "Ready")
+	assert.Equal(t, readyBefore, ready, "Porch's Ready moved: this test no longer shows an old Ready=True")
+	c.trail.never(t, "norender-1", msgFulfilled, "after the change")
+}
+
+// Nephio's policy initial publishes only a package's first revision: a change's draft waits for an
+// approver. The request names the draft it waits for, and fails when nobody approves it in time.
+func TestAChangeWhoseDraftIsNeverPublishedIsNeverFulfilled(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "nopublish", func(c *Config) { c.CreationTimeout = 4 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	// Its first revision is published (policy initial), a change's is not.
+	createPR(t, srv, provisioningRequest("nopublish-1", "nopublish", tmplNeverPublished, map[string]any{"clusterName": "edge-nopublish-1"}))
+	waitState(t, srv, "nopublish-1", v1alpha1.StateFulfilled, 30*time.Second)
+
+	patchPR(t, srv, "nopublish-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	st := c.trail.await(t, "nopublish-1", msgRenderingAwaitingApproval, 20*time.Second)
+	assert.Contains(t, st.Message, "waiting for package revision mgmt.edge-nopublish-1.packagevariant-2 (Draft) to be approved and published")
+	u := waitState(t, srv, "nopublish-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "mgmt.edge-nopublish-1.packagevariant-2 (Draft)")
+	c.trail.never(t, "nopublish-1", msgFulfilled, "after the change")
+}
+
+// A change that Porch renders and an administrator publishes is fulfilled only once CAPI has rolled the
+// Cluster out: not while RollingOut=True, and then on the published revision of the new template.
+func TestAPublishedChangeIsFulfilledAfterTheRollout(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "rollout", func(c *Config) { c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("rollout-1", "rollout", tmplOK, map[string]any{"clusterName": "edge-rollout-1"}))
+	waitState(t, srv, "rollout-1", v1alpha1.StateFulfilled, 30*time.Second)
+
+	patchPR(t, srv, "rollout-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	st := c.trail.await(t, "rollout-1", msgClusterRollingOut, 20*time.Second)
+	assert.Contains(t, st.Message, "RollingOut=True RollingOut")
+	done := waitState(t, srv, "rollout-1", v1alpha1.StateFulfilled, 30*time.Second)
+	pr, ok := publishedTarget(t, srv, "rollout-1")
+	require.True(t, ok, "fulfilled without a published revision")
+	ref, _, _ := unstructured.NestedString(pr.Object, "status", "upstreamLock", "git", "ref")
+	up, err := srv.AdminDynamic().Resource(external.PackageRevisionGVR).Namespace("default").Get(context.Background(),
+		"catalog-infra-capi."+tmplOK+".v2.0.0", metav1.GetOptions{})
+	require.NoError(t, err)
+	rev, _, _ := unstructured.NestedInt64(up.Object, "spec", "revision")
+	assert.Equal(t, fmt.Sprintf("%s/v%d", tmplOK, rev), ref, "fulfilled on a revision of another template version")
+	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
+	require.NoError(t, err)
+	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-rollout-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	rolling, _ := condition(cl, "RollingOut")
+	assert.Equal(t, "False", rolling["status"])
+	lt, err := time.Parse(time.RFC3339, rolling["lastTransitionTime"].(string))
+	require.NoError(t, err)
+	assert.False(t, at.Before(lt), "fulfilled at %s, before the rollout ended at %s", at, lt)
+}
+
+// A fulfilled request whose PackageVariant (Porch Ready=False) or Cluster (Available=False) later reports
+// a fault says so: re-driven with a budget from then, failed when the fault stays.
+func TestAFaultAfterFulfilmentIsReported(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "degrade", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("degrade-porch", "degrade", tmplPorchDegrades, map[string]any{"clusterName": "edge-degrade-porch"}))
+	createPR(t, srv, provisioningRequest("degrade-cluster", "degrade", tmplClusterDegrades, map[string]any{"clusterName": "edge-degrade-cluster"}))
+	for name, want := range map[string]string{
+		"degrade-porch":   "Porch reports the package variant not ready: Error: invalid packagevariant object",
+		"degrade-cluster": "the Cluster is not available: NotAvailable: * RemoteConnectionProbe: Remote connection probe failed",
+	} {
+		c.trail.await(t, name, msgFulfilled, 30*time.Second)
+		st := c.trail.await(t, name, msgRedrivenDegraded, 30*time.Second)
+		assert.Contains(t, st.Message, want)
+		u := waitState(t, srv, name, v1alpha1.StateFailed, 20*time.Second)
+		assert.True(t, strings.Contains(v1alpha1.StatusOf(u).Message, "timed out after 3s"), v1alpha1.StatusOf(u).Message)
+	}
+}
+
+// never fails the test when the request's trail holds entry m after its first "redriven" status (the
+// re-drive a spec change of a fulfilled request starts with).
+func (tr *statusTrail) never(t *testing.T, name string, m *message, when string) {
+	t.Helper()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	after := false
+	for _, st := range tr.seen[name] {
+		switch classify(st.State, st.Message) {
+		case msgRedriven:
+			after = true
+		case m:
+			if after {
+				t.Errorf("request %s: %s %s: the API server held %s; trail %v", name, when, m.key, m.key, tr.seen[name])
+			}
+		}
+	}
+	require.True(t, after, "request %s was never re-driven", name)
+}
