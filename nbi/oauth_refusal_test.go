@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func TestEveryRefusalIsA401WithAChallenge(t *testing.T) {
 	h := hydra.Start(t)
 	trusted, other := rsaKey(t), rsaKey(t)
 	h.ImportKey(t, "test-trusted", trusted)
-	e := oauthEnv(t, h, nbi.AuthOAuth+","+nbi.AuthKubernetes)
+	e := oauthEnv(t, h, nbi.AuthOAuth+","+nbi.AuthKubernetes, func(c *nbi.Config) { c.OAuth.MinKeyRefresh = time.Hour })
 	c := h.CreateClient(t, "smo-refused", []string{"role:o2ims-reader"}, []string{audience, "another-api"})
 	good := h.Token(t, c, []string{"role:o2ims-reader"}, []string{audience})
 	iss := hydra.Claims(t, good)["iss"].(string)
@@ -97,6 +98,14 @@ func TestEveryRefusalIsA401WithAChallenge(t *testing.T) {
 	x := e.Do(http.MethodGet, nbitest.CollectionPath, nil)
 	require.Equal(t, http.StatusUnauthorized, x.Code())
 	require.Equal(t, `Bearer realm="o2ims"`, x.Resp.Header.Get("WWW-Authenticate"), "no credentials: no error code (RFC 6750 §3.1)")
+
+	// Unknown kids cannot make the NBI hammer the issuer: past the first refresh, none within the hour.
+	fetches := e.Srv.KeyFetches()
+	for i := 0; i < 10; i++ {
+		token := hydra.Sign(t, other, fmt.Sprintf("junk-kid-%d", i), jose.RS256, valid)
+		require.Equal(t, http.StatusUnauthorized, e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(token)...).Code())
+	}
+	require.Equal(t, fetches, e.Srv.KeyFetches(), "unknown kids within the refresh interval fetch nothing")
 
 	// Refusals are kept briefly: the same junk again costs no TokenReview.
 	before := e.AuthCalls()
