@@ -11,6 +11,8 @@ MODEL_PARALLEL  ?= 8
 IMAGE    ?= o2ims-operator:$(VERSION)
 # The real kube-apiserver, kubectl and etcd, built from the Go module proxy once and cached.
 ASSETS    = $(shell ./hack/tools.sh)
+# ORY Hydra, the OAuth 2.0 server the NBI's OAuth tests run against, built the same way (hack/hydra.sh).
+HYDRA     = $(shell ./hack/hydra.sh)
 # When make started, so run-local can say how long the whole thing took.
 STARTED  := $(shell date +%s%N)
 
@@ -29,10 +31,12 @@ build: ## bin/o2ims-operator, static, VERSION from git describe
 tools: ## the real kube-apiserver, kubectl and etcd the tests run, built once
 	@echo "[$$(date +%T)] tools: kube-apiserver, kubectl, etcd"
 	@./hack/tools.sh >/dev/null
+	@echo "[$$(date +%T)] tools: ORY Hydra"
+	@./hack/hydra.sh >/dev/null
 
 test: lint tools ## everything CI runs: lint, every test on a real API server (-race), short fuzzing
 	@echo "[$$(date +%T)] go test -race ./..."
-	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -race -count=1 -timeout 25m ./...
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_HYDRA="$(HYDRA)" go test -race -count=1 -timeout 25m ./...
 	@echo "[$$(date +%T)] fuzzing, $(FUZZTIME) per target"
 	./hack/fuzz.sh $(FUZZTIME)
 	@echo "[$$(date +%T)] done"

@@ -11,37 +11,63 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 )
 
-// Review caching: a polling SMO must not cost a TokenReview and a SubjectAccessReview per GET, and a
-// revoked token or binding must stop working soon. Only successes are cached (a denial is asked again,
-// so a binding granted a moment ago counts at once), keyed by a hash of the token, never the token.
+// Caching: a polling SMO must not cost a review per GET, a revoked token or binding must stop working
+// soon, and junk tokens must not cost a review each. Successes are kept reviewTTL (never past the token's
+// expiry) and authentication refusals refusalTTL, keyed by a hash of the token, never the token. A
+// denial (403) is asked again, so a binding granted a moment ago counts at once.
 const (
 	reviewTTL        = 10 * time.Second
+	refusalTTL       = 5 * time.Second
 	reviewCacheLimit = 4096
 )
 
-// authenticator authenticates bearer tokens with TokenReviews and authorises each operation with a
-// SubjectAccessReview for the token's user, so the caller acts under its own RBAC even though the write
-// itself is sent with the operator's service account.
+// tokenAuthenticator is one way of recognising a bearer token (NBI_AUTH lists them in order). A token it
+// does not recognise is left to the next; one it recognises it accepts (an identity) or refuses (a
+// Problem: 401, or 502/503 when what vouches for tokens cannot answer).
+type tokenAuthenticator interface {
+	name() string
+	authenticate(ctx context.Context, token string) (id identity, recognised bool, err error)
+}
+
+// identity is an authenticated caller as the authenticators answer it.
+type identity struct {
+	caller.Caller
+	uid     string
+	extra   map[string][]string
+	expires time.Time // zero: the authenticator does not say
+	bound   bool      // the token has a cnf claim (RFC 8705)
+	x5t     string    // its x5t#S256
+}
+
+// authenticator authenticates each request's bearer token with the configured authenticators and
+// authorises it with ONE SubjectAccessReview model whoever vouched for the caller: the request's verb
+// (its method, lowercased) on its path as a non-resource URL, which the O2IMS roles grant
+// (manifests/nbi-auth/objects/o2ims-roles.yaml). The write itself is then sent with the operator's
+// service account; nobody is impersonated.
 type authenticator struct {
-	kube    kubernetes.Interface
-	timeout time.Duration
-	log     *zap.Logger
+	methods   []tokenAuthenticator
+	kube      kubernetes.Interface
+	timeout   time.Duration
+	log       *zap.Logger
+	certBound bool
+	limiter   *addrLimiter
+	metrics   *metrics
+	aliases   map[string]string // path prefix → the prefix SubjectAccessReviews name instead
 
 	mu  sync.Mutex
 	now func() time.Time // under mu: tests move it
-	// users (token hash → authnv1.UserInfo) and grants (grantKey → struct{}) hold successes for
-	// reviewTTL, at most reviewCacheLimit each, least recently used out first.
-	users, grants *cache.LRUExpireCache
+	// users (token hash → identity), grants (grantKey → struct{}) and refusals (token hash → *Problem),
+	// at most reviewCacheLimit each, least recently used out first.
+	users, grants, refusals *cache.LRUExpireCache
 }
 
 // Now is the caches' clock: a.now, which tests move.
@@ -56,47 +82,91 @@ type grantKey struct {
 	access
 }
 
-// access is what one SubjectAccessReview asks: verb on provisioningrequests (named when name is set), or,
-// with path set, verb on that non-resource URL (a ClusterRole's nonResourceURLs), which grants nothing
-// in the API server itself.
-type access struct{ verb, name, path string }
+// access is what one SubjectAccessReview asks: verb on the non-resource URL path.
+type access struct{ verb, path string }
 
-func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger) *authenticator {
-	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now}
+func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger, m *metrics) *authenticator {
+	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now, metrics: m, aliases: map[string]string{}}
 	a.users = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
 	a.grants = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
+	a.refusals = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
 	return a
 }
 
-// authorize checks the request's bearer token and, when verb is set, that its user may perform verb on
-// provisioningrequests (named when name is set). It answers nil, or a 401/403 problem (or 502/503 when
-// the API server cannot answer the reviews).
-func (a *authenticator) authorize(ctx context.Context, r *http.Request, verb, name string) error {
-	token, ok := bearerToken(r.Header.Get("Authorization"))
-	if !ok {
-		return unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+// check authenticates r and, when authorize is set, authorises its method on its path. It answers the
+// caller, or a Problem: 401 (with an RFC 6750 challenge), 403 naming the role that would grant the
+// operation, 429 past the client address's rate, 502/503 when the API server cannot answer. Each
+// outcome is counted by authenticator.
+func (a *authenticator) check(r *http.Request, authorize bool) (identity, error) {
+	id, key, err := a.authenticate(r)
+	if err == nil && authorize {
+		err = a.allowed(r.Context(), key, id, access{verb: verbOf(r.Method), path: a.canonical(r.URL.Path)})
 	}
-	key := sha256.Sum256([]byte(token))
-	user, err := a.authenticate(ctx, key, token)
-	if err != nil || verb == "" {
-		return err
-	}
-	return a.allowed(ctx, key, user, access{verb: verb, name: name})
+	a.count(id.Authenticator, err)
+	return id, err
 }
 
-// authorizeURL checks the request's bearer token and that its user may perform the request's method
-// (lowercased: post, get…) on its path as a non-resource URL.
-func (a *authenticator) authorizeURL(ctx context.Context, r *http.Request) error {
+func (a *authenticator) count(authn string, err error) {
+	if authn == "" {
+		authn = "none"
+	}
+	outcome := "allowed"
+	if err != nil {
+		switch code := AsProblem(err).Code; {
+		case code == http.StatusUnauthorized:
+			outcome = "unauthenticated"
+		case code == http.StatusForbidden:
+			outcome = "forbidden"
+		case code == http.StatusTooManyRequests:
+			outcome = "rate_limited"
+		default:
+			outcome = "unavailable"
+		}
+	}
+	a.metrics.auth.WithLabelValues(authn, outcome).Inc()
+}
+
+func (a *authenticator) authenticate(r *http.Request) (identity, [32]byte, error) {
 	token, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
-		return unauthorized("a bearer token is required (Authorization: Bearer <token>)")
+		return identity{}, [32]byte{}, unauthorized()
 	}
 	key := sha256.Sum256([]byte(token))
-	user, err := a.authenticate(ctx, key, token)
-	if err != nil {
-		return err
+	if v, ok := a.users.Get(key); ok {
+		id := v.(identity)
+		return id, key, a.bind(r, id)
 	}
-	return a.allowed(ctx, key, user, access{verb: strings.ToLower(r.Method), path: r.URL.Path})
+	if v, ok := a.refusals.Get(key); ok {
+		return identity{}, key, v.(*Problem)
+	}
+	if !a.limiter.allow(clientAddr(r), a.Now()) {
+		return identity{}, key, NewProblem(http.StatusTooManyRequests,
+			"too many authentication attempts from this address; retry later").WithHeader("Retry-After", "1")
+	}
+	for _, m := range a.methods {
+		id, recognised, err := m.authenticate(r.Context(), token)
+		if !recognised {
+			continue
+		}
+		if err != nil {
+			if p := AsProblem(err); p.Code == http.StatusUnauthorized {
+				a.refusals.Add(key, p, refusalTTL)
+			}
+			a.log.Debug("bearer token refused", zap.String("authenticator", m.name()), zap.Error(err))
+			return identity{}, key, err
+		}
+		ttl := reviewTTL
+		if !id.expires.IsZero() {
+			ttl = min(ttl, id.expires.Sub(a.Now()))
+		}
+		if ttl > 0 {
+			a.users.Add(key, id, ttl)
+		}
+		return id, key, a.bind(r, id)
+	}
+	p := invalidToken("the bearer token is not valid")
+	a.refusals.Add(key, p, refusalTTL)
+	return identity{}, key, p
 }
 
 func bearerToken(header string) (string, bool) {
@@ -108,61 +178,63 @@ func bearerToken(header string) (string, bool) {
 	return token, true
 }
 
-func unauthorized(message string) *Problem {
-	return NewProblem(http.StatusUnauthorized, "%s", message).
-		WithHeader("WWW-Authenticate", `Bearer realm="O2ims_infrastructureProvisioning"`)
+// realm is the protection space every challenge names.
+const realm = "o2ims"
+
+// unauthorized answers a request without credentials: a challenge without an error code (RFC 6750 §3.1).
+func unauthorized() *Problem {
+	return NewProblem(http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer <token>)").
+		WithHeader("WWW-Authenticate", `Bearer realm="`+realm+`"`)
 }
 
-func (a *authenticator) authenticate(ctx context.Context, key [32]byte, token string) (authnv1.UserInfo, error) {
-	if u, ok := a.users.Get(key); ok {
-		return u.(authnv1.UserInfo), nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	review, err := a.kube.AuthenticationV1().TokenReviews().Create(ctx,
-		&authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-	if err != nil {
-		return authnv1.UserInfo{}, reviewFailed("TokenReview", err)
-	}
-	if !review.Status.Authenticated {
-		a.log.Debug("bearer token refused", zap.String("reason", review.Status.Error))
-		return authnv1.UserInfo{}, unauthorized("the bearer token is not valid")
-	}
-	a.users.Add(key, review.Status.User, reviewTTL)
-	return review.Status.User, nil
+// invalidToken answers a token that was refused, saying why (RFC 6750 §3.1 invalid_token). The reason
+// is one of ours, never the token nor anything read from it.
+func invalidToken(reason string) *Problem {
+	desc := strings.NewReplacer(`"`, "'", `\`, "/").Replace(reason)
+	return NewProblem(http.StatusUnauthorized, "%s", reason).
+		WithHeader("WWW-Authenticate", `Bearer realm="`+realm+`", error="invalid_token", error_description="`+desc+`"`)
 }
 
-func (a *authenticator) allowed(ctx context.Context, key [32]byte, user authnv1.UserInfo, acc access) error {
+// verbOf is the non-resource verb of a method, as the API server names it (lowercase; HEAD reads as GET).
+func verbOf(method string) string {
+	if method == http.MethodHead {
+		return "get"
+	}
+	return strings.ToLower(methodLabel(method))
+}
+
+// canonical is the path SubjectAccessReviews name: an aliased API root is asked as its canonical one,
+// so one grant covers both spellings.
+func (a *authenticator) canonical(path string) string {
+	for prefix, to := range a.aliases {
+		if rest, ok := strings.CutPrefix(path, prefix); ok && (rest == "" || rest[0] == '/') {
+			return to + rest
+		}
+	}
+	return path
+}
+
+func (a *authenticator) allowed(ctx context.Context, key [32]byte, id identity, acc access) error {
 	gk := grantKey{key, acc}
 	if _, ok := a.grants.Get(gk); ok {
 		return nil
 	}
-	extra := make(map[string]authzv1.ExtraValue, len(user.Extra))
-	for k, v := range user.Extra {
+	extra := make(map[string]authzv1.ExtraValue, len(id.extra))
+	for k, v := range id.extra {
 		extra[k] = authzv1.ExtraValue(v)
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	spec := authzv1.SubjectAccessReviewSpec{User: user.Username, Groups: user.Groups, UID: user.UID, Extra: extra}
-	if acc.path != "" {
-		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: acc.path, Verb: acc.verb}
-	} else {
-		spec.ResourceAttributes = &authzv1.ResourceAttributes{
-			Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: v1alpha1.Resource, Verb: acc.verb, Name: acc.name,
-		}
-	}
+	spec := authzv1.SubjectAccessReviewSpec{User: id.User, Groups: id.Groups, UID: id.uid, Extra: extra,
+		NonResourceAttributes: &authzv1.NonResourceAttributes{Path: acc.path, Verb: acc.verb}}
 	review, err := a.kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return reviewFailed("SubjectAccessReview", err)
 	}
 	if !review.Status.Allowed || review.Status.Denied {
-		a.log.Debug("operation denied", zap.String("user", user.Username), zap.String("verb", acc.verb),
+		a.log.Debug("operation denied", zap.String("user", id.User), zap.String("verb", acc.verb),
 			zap.String("path", acc.path), zap.String("reason", review.Status.Reason))
-		if acc.path != "" {
-			return NewProblem(http.StatusForbidden, "user %q may not %s the non-resource URL %s", user.Username, acc.verb, acc.path)
-		}
-		return NewProblem(http.StatusForbidden, "user %q may not %s provisioningrequests in API group %s",
-			user.Username, acc.verb, v1alpha1.Group)
+		return NewProblem(http.StatusForbidden, "user %q may not %s %s: %s", id.User, acc.verb, acc.path, neededRoles(acc))
 	}
 	a.grants.Add(gk, struct{}{}, reviewTTL)
 	return nil
@@ -179,4 +251,10 @@ func reviewFailed(kind string, err error) *Problem {
 	}
 	return NewProblem(http.StatusBadGateway, "the caller could not be authenticated: the Kubernetes API server did not answer a %s", kind).
 		WithCause(errors.Join(errors.New(kind), err))
+}
+
+// describe is the caller for a log line.
+func describe(c caller.Caller) []zap.Field {
+	return []zap.Field{zap.String("authenticator", c.Authenticator), zap.String("user", c.User),
+		zap.String("clientId", c.ClientID)}
 }

@@ -8,19 +8,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
-	authnv1 "k8s.io/api/authentication/v1"
 )
 
 func TestTheReviewCacheIsBounded(t *testing.T) {
-	a := newAuthenticator(nil, time.Second, zap.NewNop())
+	a := newAuthenticator(nil, time.Second, zap.NewNop(), nil)
 	now := time.Now()
 	a.now = func() time.Time { return now }
 	for i := 0; i < reviewCacheLimit*2; i++ {
-		a.users.Add(sha256.Sum256([]byte(strconv.Itoa(i))), authnv1.UserInfo{Username: strconv.Itoa(i)}, reviewTTL)
-		a.grants.Add(grantKey{access: access{verb: "get", name: strconv.Itoa(i)}}, struct{}{}, reviewTTL)
+		a.users.Add(sha256.Sum256([]byte(strconv.Itoa(i))), identity{uid: strconv.Itoa(i)}, reviewTTL)
+		a.refusals.Add(sha256.Sum256([]byte(strconv.Itoa(i))), unauthorized(), refusalTTL)
+		a.grants.Add(grantKey{access: access{verb: "get", path: strconv.Itoa(i)}}, struct{}{}, reviewTTL)
 	}
 	require.LessOrEqual(t, len(a.users.Keys()), reviewCacheLimit)
 	require.LessOrEqual(t, len(a.grants.Keys()), reviewCacheLimit)
+	require.LessOrEqual(t, len(a.refusals.Keys()), reviewCacheLimit)
 	last := sha256.Sum256([]byte(strconv.Itoa(reviewCacheLimit*2 - 1)))
 	_, ok := a.users.Get(last)
 	require.True(t, ok, "the newest entry is kept")

@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
@@ -47,13 +50,23 @@ func TestAuthRefusesMissingAndInvalidTokensWith401(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// nbiAdmin is a ServiceAccount token for the NBI's audience, bound to the o2ims-admin role.
+func nbiAdmin(t *testing.T, e *nbitest.Env) string {
+	t.Helper()
+	nbitest.ApplyO2IMSRoles(t, e.Kapi)
+	require.NoError(t, e.Kapi.BindClusterRole(context.Background(), "nbi-test-admin", "o2ims-nbi-admin",
+		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "nbi-test", Name: "admin"}))
+	return nbitest.NBIToken(t, e.Kapi, "nbi-test", "admin")
+}
+
 func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 	e := newEnv(t, nbitest.WithKubernetesAuth)
-	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
-	tester := kapi.TesterToken
+	kapi, ctx := e.Kapi, context.Background()
+	admin := nbiAdmin(t, e)
+	tester := nbitest.NBIToken(t, kapi, "nbi-test", "tester")
 	id := e.ID("rbac")
 	e.CreateDirect(id, nbitest.SimpleSpec("rbac"))
-	e.EventuallyAs(kapi.AdminToken, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached, read by the admin")
+	e.EventuallyAs(admin, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached, read by the admin")
 
 	// Authenticated but without permissions: every operation is forbidden, and no write is sent.
 	for _, x := range []*nbitest.Exchange{
@@ -64,26 +77,14 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 		e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(tester)...),
 	} {
 		require.Equal(t, http.StatusForbidden, x.Code(), "%s %s: %s", x.Req.Method, x.Req.URL.Path, x.Body)
-		require.Contains(t, x.Problem(t).Status, `"tester"`)
+		require.Contains(t, x.Problem(t).Status, `system:serviceaccount:nbi-test:tester"`)
+		require.Contains(t, x.Problem(t).Status, "o2ims-provisioner", "the 403 names the role that would allow it")
 	}
 	require.Zero(t, e.APICalls(), "a forbidden write is never sent")
 
-	// A ClusterRole granting get and list only.
-	reader := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-reader"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
-			Verbs: []string{"get", "list"},
-		}},
-	}
-	_, err := cs.RbacV1().ClusterRoles().Create(ctx, reader, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), "nbi-test-reader", metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), "nbi-test-reader", metav1.DeleteOptions{})
-	})
-	require.NoError(t, kapi.BindClusterRole(ctx, "nbi-test-reader", "nbi-test-reader",
-		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeapi.TesterUser}))
+	// The O2IMS reader role: reads only.
+	require.NoError(t, kapi.BindClusterRole(ctx, "nbi-test-reader", "o2ims-nbi-reader",
+		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "nbi-test", Name: "tester"}))
 
 	// Denials are not cached, so the grant counts as soon as RBAC has it.
 	e.EventuallyAs(tester, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "GET allowed by the binding")
@@ -93,28 +94,33 @@ func TestCallersActUnderTheirOwnRBAC(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(tester)...).Code())
 	require.Zero(t, e.APICalls(), "still nothing written")
 
-	e.RequireNoSecretsLogged(tester, kapi.AdminToken)
+	e.RequireNoSecretsLogged(tester, admin)
 }
 
-func TestAServiceAccountWithCreateMayPost(t *testing.T) {
+// A token minted for the API server (no audience: what `kubectl` uses) is refused even for a caller the
+// roles allow everything, and the NBI's token does not open the API server.
+func TestAPlainClusterTokenIsRefused(t *testing.T) {
 	e := newEnv(t, nbitest.WithKubernetesAuth)
-	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
-	token, err := kapi.ServiceAccountToken(ctx, "smo", "focom", "")
+	admin := nbiAdmin(t, e)
+	plain, err := e.Kapi.ServiceAccountToken(context.Background(), "nbi-test", "admin", "")
 	require.NoError(t, err)
+	e.EventuallyAs(admin, nbitest.CollectionPath, nbitest.Status(http.StatusOK), "the NBI token is allowed")
+	for _, token := range []string{plain, e.Kapi.AdminToken} {
+		x := e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(token)...)
+		require.Equal(t, http.StatusUnauthorized, x.Code(), "%s", x.Body)
+		require.Contains(t, x.Resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`)
+	}
+	_, err = kubernetes.NewForConfigOrDie(e.Kapi.ConfigForToken(admin)).CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+	require.True(t, apierrors.IsUnauthorized(err), "the NBI's token is refused by the API server: %v", err)
+	e.RequireNoSecretsLogged(admin, plain, e.Kapi.AdminToken)
+}
 
-	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "nbi-test-writer"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.Resource},
-			Verbs: []string{"get", "list", "create", "update", "delete"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), "nbi-test-writer", metav1.DeleteOptions{})
-		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), "nbi-test-writer", metav1.DeleteOptions{})
-	})
-	require.NoError(t, kapi.BindClusterRole(ctx, "nbi-test-writer", "nbi-test-writer",
+func TestAServiceAccountWithTheProvisionerRoleMayWrite(t *testing.T) {
+	e := newEnv(t, nbitest.WithKubernetesAuth)
+	kapi, ctx := e.Kapi, context.Background()
+	nbitest.ApplyO2IMSRoles(t, kapi)
+	token := nbitest.NBIToken(t, kapi, "smo", "focom")
+	require.NoError(t, kapi.BindClusterRole(ctx, "nbi-test-writer", "o2ims-nbi-provisioner",
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "smo", Name: "focom"}))
 
 	e.EventuallyAs(token, nbitest.CollectionPath, nbitest.Status(http.StatusOK), "list allowed by the binding")
@@ -123,13 +129,19 @@ func TestAServiceAccountWithCreateMayPost(t *testing.T) {
 	require.Equal(t, http.StatusCreated, x.Code(), "%s", x.Body)
 	e.EventuallyAs(token, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached")
 	require.Equal(t, http.StatusOK, e.Do(http.MethodPut, nbitest.NamedPath(id), nbitest.JSONBody(t, nbitest.RequestBody(id)), nbitest.Bearer(token)...).Code())
+	obj, err := e.Admin.Resource(v1alpha1.GVR).Get(ctx, id, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"authenticator":"kubernetes","user":"system:serviceaccount:smo:focom"}`,
+		obj.GetAnnotations()[caller.Annotation], "the write names its caller, not the operator")
 	require.Equal(t, http.StatusAccepted, e.Do(http.MethodDelete, nbitest.NamedPath(id), nil, nbitest.Bearer(token)...).Code())
+	require.Len(t, e.Logs.FilterMessage("northbound write").FilterField(zap.String("user", "system:serviceaccount:smo:focom")).All(), 3,
+		"each write is logged at INFO with its caller")
 	e.RequireNoSecretsLogged(token)
 }
 
 func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 	e := newEnv(t, nbitest.WithKubernetesAuth)
-	admin := e.Kapi.AdminToken
+	admin := nbiAdmin(t, e)
 	id := e.ID("polled")
 	e.CreateDirect(id, nbitest.SimpleSpec("polled"))
 	e.EventuallyAs(admin, nbitest.NamedPath(id), nbitest.Status(http.StatusOK), "cached")
@@ -141,7 +153,7 @@ func TestReviewsAreCachedBrieflySoPollingCostsNoReviews(t *testing.T) {
 	require.Equal(t, before, e.AuthCalls(), "a polling caller costs no reviews while they are fresh")
 
 	require.Equal(t, http.StatusOK, e.Do(http.MethodGet, nbitest.CollectionPath, nil, nbitest.Bearer(admin)...).Code())
-	require.Equal(t, before+1, e.AuthCalls(), "another verb: one SubjectAccessReview, the token is known")
+	require.Equal(t, before+1, e.AuthCalls(), "another path: one SubjectAccessReview, the token is known")
 
 	// Past the TTL both reviews are asked again.
 	e.Srv.SetAuthNow(func() time.Time { return time.Now().Add(nbi.ReviewTTL + time.Second) })
@@ -173,8 +185,7 @@ func TestARouteAuthorisedOnItsPathNeedsExactlyThatGrant(t *testing.T) {
 		return []nbi.API{mustProvisioning(t, e.Store, e.Dyn), hookAPI{}}
 	}, nbitest.WithKubernetesAuth)
 	kapi, ctx, cs := e.Kapi, context.Background(), e.Kapi.AdminClientset()
-	token, err := kapi.ServiceAccountToken(ctx, "monitoring", "hook-sender", "")
-	require.NoError(t, err)
+	token := nbitest.NBIToken(t, kapi, "monitoring", "hook-sender")
 	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "hook-sender"}
 	grant := func(name string, rule rbacv1.PolicyRule) {
 		_, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{

@@ -17,6 +17,9 @@ const (
 	// AuthKubernetes checks each bearer token with a TokenReview and each operation with a
 	// SubjectAccessReview, so a caller acts under its own RBAC.
 	AuthKubernetes = "kubernetes"
+	// AuthOAuth validates OAuth 2.0 JWT access tokens (RFC 9068) locally against the issuer's keys
+	// (OAUTH_* variables); each operation is authorised with the same SubjectAccessReview model.
+	AuthOAuth = "oauth"
 )
 
 // Defaults of the NBI_* environment.
@@ -26,6 +29,11 @@ const (
 	DefaultShutdownTimeout = 3 * time.Second
 	DefaultAPITimeout      = 10 * time.Second
 	DefaultPageSize        = 1000
+	DefaultAuthRate        = 10
+	DefaultAuthBurst       = 50
+	DefaultUsernameClaim   = "sub"
+	DefaultGroupsClaim     = "groups"
+	DefaultJWKSRefresh     = 5 * time.Minute
 )
 
 // Config is the northbound API's configuration; ConfigFromEnv reads it from NBI_* variables.
@@ -34,10 +42,21 @@ type Config struct {
 	Port            int           // NBI_PORT, default 5000 (0 = any free port, for tests)
 	ShutdownTimeout time.Duration // NBI_SHUTDOWN_TIMEOUT seconds, default 3
 	APITimeout      time.Duration // NBI_API_TIMEOUT seconds, default 10: bound of each API-server call
-	Auth            string        // NBI_AUTH: "" / "none" (default) or "kubernetes"
-	TLSCertFile     string        // NBI_TLS_CERT_FILE; with TLSKeyFile, reloaded when the files change
-	TLSKeyFile      string        // NBI_TLS_KEY_FILE
-	PageSize        int           // NBI_PAGE_SIZE, default 1000: most items in one list answer
+	// NBI_AUTH: "" / "none" (default), or a comma list of "kubernetes" and "oauth": the first that
+	// recognises a token decides.
+	Auth        string
+	TLSCertFile string // NBI_TLS_CERT_FILE; with TLSKeyFile, reloaded when the files change
+	TLSKeyFile  string // NBI_TLS_KEY_FILE
+	// NBI_TLS_CLIENT_CA_FILE: client certificates required and verified against it (reloaded on change).
+	ClientCAFile string
+	// NBI_TOKEN_AUDIENCES: the audiences a Kubernetes token must be minted for (default o2ims-nbi).
+	TokenAudiences []string
+	// NBI_AUTH_RATE / NBI_AUTH_BURST: authentication attempts per second per client address (0: no
+	// limit), and the burst; tokens answered from the cache are not counted.
+	AuthRate  float64
+	AuthBurst int
+	OAuth     OAuthConfig
+	PageSize  int // NBI_PAGE_SIZE, default 1000: most items in one list answer
 	// Chain is what the provisioning chain accepts beyond a body's shape; the operator sets it (it is not
 	// read from the environment) so the NBI refuses with 400 what the chain would fail.
 	Chain ChainRules
@@ -61,6 +80,11 @@ func DefaultConfig() Config {
 		APITimeout:      DefaultAPITimeout,
 		Auth:            AuthNone,
 		PageSize:        DefaultPageSize,
+		TokenAudiences:  []string{DefaultTokenAudience},
+		AuthRate:        DefaultAuthRate,
+		AuthBurst:       DefaultAuthBurst,
+		OAuth: OAuthConfig{UsernameClaim: DefaultUsernameClaim, GroupsClaim: DefaultGroupsClaim,
+			Algorithms: DefaultSigningAlgorithms, JWKSRefresh: DefaultJWKSRefresh},
 	}
 }
 
@@ -91,6 +115,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.Auth = strings.ToLower(v)
 	}
 	cfg.TLSCertFile, cfg.TLSKeyFile = get("NBI_TLS_CERT_FILE"), get("NBI_TLS_KEY_FILE")
+	cfg.ClientCAFile = get("NBI_TLS_CLIENT_CA_FILE")
+	if v := list(get("NBI_TOKEN_AUDIENCES")); v != nil {
+		cfg.TokenAudiences = v
+	}
+	if err := cfg.authFromEnv(get); err != nil {
+		return Config{}, err
+	}
 	if v := get("NBI_PAGE_SIZE"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -135,14 +166,15 @@ func (c Config) validate() error {
 	if c.APITimeout <= 0 {
 		return fmt.Errorf("NBI_API_TIMEOUT=%s: want a positive number of seconds", c.APITimeout)
 	}
-	switch c.Auth {
-	case "", AuthNone, AuthKubernetes:
-	default:
-		return fmt.Errorf("NBI_AUTH=%q: want %q or %q", c.Auth, AuthNone, AuthKubernetes)
+	if err := c.validateAuth(); err != nil {
+		return err
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return fmt.Errorf("NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE: set both or neither (cert %q, key %q)",
 			c.TLSCertFile, c.TLSKeyFile)
+	}
+	if c.ClientCAFile != "" && c.TLSCertFile == "" {
+		return fmt.Errorf("NBI_TLS_CLIENT_CA_FILE needs NBI_TLS_CERT_FILE and NBI_TLS_KEY_FILE (client certificates need TLS)")
 	}
 	if c.PageSize < 1 {
 		return fmt.Errorf("NBI_PAGE_SIZE=%d: want a positive integer", c.PageSize)
@@ -165,6 +197,13 @@ func (c Config) withDefaults() Config {
 	if c.Auth == "" {
 		c.Auth = AuthNone
 	}
+	if len(c.TokenAudiences) == 0 {
+		c.TokenAudiences = d.TokenAudiences
+	}
+	if c.AuthRate == 0 && c.AuthBurst == 0 {
+		c.AuthRate, c.AuthBurst = d.AuthRate, d.AuthBurst
+	}
+	c.OAuth = c.OAuth.withDefaults(d.OAuth)
 	if c.PageSize == 0 {
 		c.PageSize = d.PageSize
 	}
@@ -177,4 +216,4 @@ func (c Config) CallTimeout(ctx context.Context) (context.Context, context.Cance
 }
 
 // authEnabled reports whether callers are authenticated and authorised against the API server.
-func (c Config) authEnabled() bool { return c.Auth == AuthKubernetes }
+func (c Config) authEnabled() bool { return len(c.authModes()) > 0 }

@@ -28,3 +28,13 @@ func (s *Server) SetAuthNow(now func() time.Time) {
 	s.auth.now = now
 	s.auth.mu.Unlock()
 }
+
+// KeyFetches is how many times the OAuth issuer's keys were fetched (discovery included).
+func (s *Server) KeyFetches() int {
+	s.keys.mu.Lock()
+	defer s.keys.mu.Unlock()
+	return s.keys.fetches
+}
+
+// AuthMetric is the authentication counter.
+func (s *Server) AuthMetric() *prometheus.CounterVec { return s.metrics.auth }

@@ -13,6 +13,10 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// auth counts authenticated requests by the authenticator that recognised the token ("none": no
+	// token, or none recognised it) and outcome (allowed, unauthenticated, forbidden, rate_limited,
+	// unavailable).
+	auth *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,6 +30,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to answer a request of the O2IMS northbound API, by route pattern and method.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "method"}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "o2ims_nbi_auth_requests_total",
+			Help: "Requests authenticated by the O2IMS northbound API, by authenticator and outcome.",
+		}, []string{"authenticator", "outcome"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -35,6 +43,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.auth, err = register(reg, m.auth); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -9,9 +9,14 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 )
 
-// RBAC verbs of the operations, for SubjectAccessReviews.
+// What a route asks of its caller. VerbNone: authentication only (api_versions). Any other: the caller
+// is authorised for the request's method (lowercased, as the API server names non-resource verbs) on its
+// path as a non-resource URL, the one SubjectAccessReview model of every route (the O2IMS roles grant
+// them, nbi.Roles); the constant documents the operation's kind.
 const (
 	VerbList   = "list"
 	VerbGet    = "get"
@@ -51,10 +56,17 @@ func (m *Mux) Root(path string, render Renderer) {
 func (m *Mux) Handle(pattern, verb string, op Op) { m.s.mux.Handle(pattern, m.s.route(verb, op)) }
 
 // HandleURL routes pattern to op with the caller authorised for the request's method on its path as a
-// non-resource URL (a ClusterRole's nonResourceURLs, e.g. verbs [post]) instead of on
-// provisioningrequests: for a caller that must reach this route and nothing of the API server's, as
-// Alertmanager's webhook.
-func (m *Mux) HandleURL(pattern string, op Op) { m.s.mux.Handle(pattern, m.s.routeURL(op)) }
+// non-resource URL (a ClusterRole's nonResourceURLs, e.g. verbs [post]), as every route is: for a caller
+// that must reach this route and nothing else, as Alertmanager's webhook.
+func (m *Mux) HandleURL(pattern string, op Op) { m.s.mux.Handle(pattern, m.s.route(VerbCreate, op)) }
+
+// AuthorizeAs has paths under prefix authorised as the same paths under canonical (an API root served
+// under two spellings needs one grant).
+func (m *Mux) AuthorizeAs(prefix, canonical string) {
+	if m.s.auth != nil {
+		m.s.auth.aliases[prefix] = canonical
+	}
+}
 
 // Config is the server's configuration (page size, API-server call timeout, the chain's rules).
 func (m *Mux) Config() Config { return m.s.cfg }
@@ -67,34 +79,21 @@ func (m *Mux) Write(w http.ResponseWriter, r *http.Request, code int, body any) 
 	m.s.write(w, r, code, body)
 }
 
-// routeURL wraps an operation authorised on its path (HandleURL).
-func (s *Server) routeURL(op Op) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.auth != nil {
-			if err := s.auth.authorizeURL(r.Context(), r); err != nil {
-				s.writeProblem(w, r, AsProblem(err))
-				return
-			}
-		}
-		if err := op(w, r); err != nil {
-			s.writeProblem(w, r, AsProblem(err))
-		}
-	})
-}
-
-// route wraps an operation: the caller is authorised for verb first (when authentication is on), and an
-// error the operation returns is answered as ProblemDetails.
+// route wraps an operation: the caller is authenticated, and authorised unless verb is VerbNone, first
+// (when authentication is on) and travels in the request's context (nbi/caller) to the code that writes
+// for it; an error the operation returns is answered as ProblemDetails.
 func (s *Server) route(verb string, op Op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.auth != nil {
-			name := ""
-			if verb == VerbGet || verb == VerbUpdate || verb == VerbDelete {
-				name = r.PathValue("provisioningRequestId")
-			}
-			if err := s.auth.authorize(r.Context(), r, verb, name); err != nil {
+			id, err := s.auth.check(r, verb != VerbNone)
+			if err != nil {
 				s.writeProblem(w, r, AsProblem(err))
 				return
 			}
+			if rec, ok := w.(*recorder); ok {
+				rec.caller = &id.Caller
+			}
+			r = r.WithContext(caller.With(r.Context(), id.Caller))
 		}
 		if err := op(w, r); err != nil {
 			s.writeProblem(w, r, AsProblem(err))
@@ -108,6 +107,7 @@ type recorder struct {
 	code    int
 	wrote   bool
 	problem *Problem
+	caller  *caller.Caller // who the request was authenticated as (nil: authentication is off)
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -208,11 +208,19 @@ func (s *Server) observe(rec *recorder, r *http.Request, route string, took time
 	s.metrics.requests.WithLabelValues(route, method, fmt.Sprint(code)).Inc()
 	s.metrics.duration.WithLabelValues(route, method).Observe(took.Seconds())
 	fields := []zap.Field{zap.String("method", method), zap.String("route", route), zap.Int("code", code), zap.Duration("duration", took)}
+	if rec.caller != nil {
+		fields = append(fields, describe(*rec.caller)...)
+	}
 	if code >= 500 {
 		if rec.problem != nil && rec.problem.Cause != nil {
 			fields = append(fields, zap.NamedError("cause", rec.problem.Cause))
 		}
 		s.log.Warn("northbound request failed", fields...)
+		return
+	}
+	// A write (accepted or not) names its caller at INFO: the API server's audit log sees the operator.
+	if rec.caller != nil && method != http.MethodGet && method != http.MethodHead && code < 500 {
+		s.log.Info("northbound write", fields...)
 		return
 	}
 	if ce := s.log.Check(zap.DebugLevel, "northbound request"); ce != nil {

@@ -47,20 +47,23 @@ func StoreUnavailable(err error) *Problem {
 // the inventory API, nbi/inventoryapi): TLS, authentication, content negotiation, ProblemDetails,
 // metrics and one log line per request. The APIs register their routes when it is built (New).
 type Server struct {
-	cfg     Config
-	log     *zap.Logger
-	metrics *metrics
-	auth    *authenticator // nil when Auth is none
-	certs   *certReloader  // nil without TLS
-	mux     *http.ServeMux
-	roots   []root // the APIs' roots, in registration order
-	handler http.Handler
+	cfg       Config
+	log       *zap.Logger
+	metrics   *metrics
+	auth      *authenticator // nil when Auth is none
+	keys      *keySet        // the OAuth issuer's keys; nil without oauth
+	certs     *certReloader  // nil without TLS
+	clientCAs *caReloader    // nil without client certificates
+	mux       *http.ServeMux
+	roots     []root // the APIs' roots, in registration order
+	handler   http.Handler
 
 	mu       sync.Mutex
 	srv      *http.Server
 	ln       net.Listener // the TCP listener (beneath TLS, when served)
 	stopping bool
 	stopped  chan error
+	cancel   context.CancelFunc // stops the key refresh
 }
 
 // New builds the server with its APIs' routes (each registers on the shared mux); Start binds it. kube
@@ -75,21 +78,24 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger, reg prometheus.
 		log = zap.NewNop()
 	}
 	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), stopped: make(chan error, 1)}
+	var err error
+	if s.metrics, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("nbi: registering metrics: %w", err)
+	}
 	if cfg.authEnabled() {
-		if kube == nil {
-			return nil, errors.New("NBI_AUTH=kubernetes needs a Kubernetes client for TokenReviews and SubjectAccessReviews")
+		if err := s.newAuth(kube); err != nil {
+			return nil, err
 		}
-		s.auth = newAuthenticator(kube, cfg.APITimeout, log)
 	}
 	if cfg.TLSCertFile != "" {
-		var err error
 		if s.certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, log); err != nil {
 			return nil, err
 		}
 	}
-	var err error
-	if s.metrics, err = newMetrics(reg); err != nil {
-		return nil, fmt.Errorf("nbi: registering metrics: %w", err)
+	if cfg.ClientCAFile != "" {
+		if s.clientCAs, err = newCAReloader(cfg.ClientCAFile, log); err != nil {
+			return nil, err
+		}
 	}
 	for _, api := range apis {
 		api.Register(&Mux{s})
@@ -127,8 +133,14 @@ func (s *Server) Start() error {
 	}
 	served := ln
 	if s.certs != nil {
-		s.srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.certs.GetCertificate}
+		s.srv.TLSConfig = s.tlsConfig()
 		served = tls.NewListener(ln, s.srv.TLSConfig)
+	}
+	if s.keys != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		go s.keys.refresh(ctx, true) // fetched ahead of the first token, which then costs no fetch
+		go s.keys.run(ctx, s.cfg.OAuth.JWKSRefresh)
 	}
 	srv := s.srv
 	go func() { s.served(srv.Serve(served)) }()
@@ -173,6 +185,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopping = true
 	srv := s.srv
+	if s.cancel != nil {
+		s.cancel()
+	}
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
@@ -224,6 +239,11 @@ func (s *Server) Probe(ctx context.Context) (any, error) {
 		return nil, err
 	}
 	resp, err := tr.RoundTrip(req)
+	var opErr *net.OpError
+	if err != nil && s.clientCAs != nil && errors.As(err, &opErr) && opErr.Op == "remote error" {
+		// The probe has no client certificate: the handshake's refusal proves serving.
+		return map[string]string{"northbound": "serving", "address": ln.Addr().String()}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("nbi: the northbound API does not accept connections on %s: %w", addr, err)
 	}

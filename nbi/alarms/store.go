@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 )
 
 // The alarms and the alarm service configuration are one ConfigMap in the operator's namespace, as the
@@ -243,6 +245,7 @@ func (st *Store) write(ctx context.Context, s *State) error {
 		return err
 	}
 	cm.Namespace = st.namespace
+	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller (issue 35)
 	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
 	var out *corev1.ConfigMap
 	if !s.stored {

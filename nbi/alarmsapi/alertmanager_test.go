@@ -67,7 +67,9 @@ func (e *env) shippedCredentialsToken(root string) string {
 	out, err := exec.Command(filepath.Join(assets, "kubectl"), "--kubeconfig", kc, "apply", "-n", "o2ims", "-f",
 		filepath.Join(root, "manifests", "monitoring", "objects", "alertmanager-credentials.yaml")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	token, err := e.Kapi.ServiceAccountToken(ctx, "o2ims", "o2ims-operator-alertmanager", "")
+	// Minted for the NBI's audience (NBI_TOKEN_AUDIENCES): the Secret's legacy token has none, and the
+	// NBI refuses tokens meant for the API server.
+	token, err := e.Kapi.ServiceAccountTokenFor(ctx, "o2ims", "o2ims-operator-alertmanager", nbi.DefaultTokenAudience)
 	require.NoError(t, err)
 	return token
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -266,7 +267,8 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: st.kind.Prefix + s.SubscriptionID, Namespace: st.namespace,
-			Labels: map[string]string{st.kind.Label: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Labels:      map[string]string{st.kind.Label: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Annotations: caller.Annotate(ctx, nil), // who subscribed (issue 35's audit)
 		},
 		Data: map[string]string{subscriptionKey: string(data)},
 	}

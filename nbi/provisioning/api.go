@@ -14,6 +14,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -51,6 +52,7 @@ func New(store nbi.Store, dyn dynamic.Interface, resourceIDs func([]string) []st
 // (the server's); the old route with a trailing space ("provisioningRequests%20") is simply unknown.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux, a.cfg, a.log = m, m.Config(), m.Log()
+	m.AuthorizeAs(Root, rootLower) // one grant covers both spellings
 	for _, root := range []string{Root, rootLower} {
 		m.Root(root, nil) // the reference's ProblemDetails, as the server writes it
 		collection := root + "/v1/provisioningRequests"
@@ -153,6 +155,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 		"metadata":   map[string]any{"name": data.ID},
 		"spec":       data.Spec(),
 	}}
+	if ann := requestedBy(r); ann != nil {
+		obj.Object["metadata"].(map[string]any)["annotations"] = ann
+	}
 	ctx, cancel := a.cfg.CallTimeout(r.Context())
 	defer cancel()
 	created, err := a.dyn.Resource(v1alpha1.GVR).Create(ctx, obj, metav1.CreateOptions{FieldManager: fieldManager})
@@ -187,7 +192,8 @@ func (a *API) replace(w http.ResponseWriter, r *http.Request) error {
 	if a.dyn == nil {
 		return fromAPIError(errClientNotConfigured, id)
 	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": data.Spec()}})
+	patch, err := json.Marshal(append([]map[string]any{{"op": "replace", "path": "/spec", "value": data.Spec()}},
+		a.annotateOps(r, id)...))
 	if err != nil {
 		return err
 	}
@@ -221,4 +227,29 @@ func (a *API) remove(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+// requestedBy is the annotations of an object the caller writes: who asked (issue 35's audit), nil when
+// the NBI authenticates nobody.
+func requestedBy(r *http.Request) map[string]any {
+	ann := caller.Annotate(r.Context(), nil)
+	if ann == nil {
+		return nil
+	}
+	return map[string]any{caller.Annotation: ann[caller.Annotation]}
+}
+
+// annotateOps are the JSON-patch operations setting the caller's annotation on request id. Whether the
+// annotations map exists is read from the cache: adding the whole map replaces it, so only when the
+// cached object has none (another writer adding one in that instant would lose it; none does).
+func (a *API) annotateOps(r *http.Request, id string) []map[string]any {
+	ann := requestedBy(r)
+	if ann == nil {
+		return nil
+	}
+	if obj, ok, err := a.store.Get(id); err == nil && ok && obj.GetAnnotations() != nil {
+		key := strings.NewReplacer("~", "~0", "/", "~1").Replace(caller.Annotation)
+		return []map[string]any{{"op": "add", "path": "/metadata/annotations/" + key, "value": ann[caller.Annotation]}}
+	}
+	return []map[string]any{{"op": "add", "path": "/metadata/annotations", "value": ann}}
 }

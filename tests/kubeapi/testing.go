@@ -109,6 +109,22 @@ func (s *Server) ServiceAccountToken(ctx context.Context, namespace, name, bound
 	return tr.Status.Token, nil
 }
 
+// ServiceAccountTokenFor is a fresh token of the ServiceAccount (created if missing) minted for audience,
+// as `kubectl create token NAME --audience AUDIENCE` mints it.
+func (s *Server) ServiceAccountTokenFor(ctx context.Context, namespace, name, audience string) (string, error) {
+	if _, err := s.ServiceAccountToken(ctx, namespace, name, ""); err != nil { // ensures both exist
+		return "", err
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To[int64](3600), Audiences: []string{audience},
+	}}
+	tr, err := s.AdminClientset().CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}
+
 // EnsureNamespace creates a namespace if it does not exist.
 func (s *Server) EnsureNamespace(ctx context.Context, name string) error {
 	_, err := s.AdminClientset().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{

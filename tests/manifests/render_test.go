@@ -41,7 +41,13 @@ var parts = map[string]part{
 		mounts:  map[string]string{"netbox-token": "/var/run/secrets/o2ims/netbox", "netbox-ca": "/var/run/secrets/o2ims/netbox-ca"},
 	},
 	"nbi-auth": {
-		objects: []string{"ClusterRole//o2ims-operator-nbi-auth", "ClusterRoleBinding//o2ims-operator-nbi-auth"},
+		objects: []string{"ClusterRole//o2ims-operator-nbi-auth", "ClusterRoleBinding//o2ims-operator-nbi-auth",
+			// The O2IMS roles (issue 35), each bound to its group.
+			"ClusterRole//o2ims-nbi-reader", "ClusterRoleBinding//o2ims-nbi-reader",
+			"ClusterRole//o2ims-nbi-subscriber", "ClusterRoleBinding//o2ims-nbi-subscriber",
+			"ClusterRole//o2ims-nbi-maintainer", "ClusterRoleBinding//o2ims-nbi-maintainer",
+			"ClusterRole//o2ims-nbi-provisioner", "ClusterRoleBinding//o2ims-nbi-provisioner",
+			"ClusterRole//o2ims-nbi-admin", "ClusterRoleBinding//o2ims-nbi-admin"},
 		env:     map[string]string{"NBI_AUTH": "kubernetes"},
 	},
 	"nbi-tls": {

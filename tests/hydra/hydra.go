@@ -1,0 +1,278 @@
+// Package hydra runs a real ORY Hydra v2.3.0 (an OAuth 2.0 and OpenID Connect authorization server) on
+// loopback for tests: built from the Go module proxy by hack/hydra.sh and cached outside the checkout, it
+// serves from an in-memory database (DSN=memory) with JWT access tokens (STRATEGIES_ACCESS_TOKEN=jwt), so
+// its client-credentials tokens are RS256 JWTs with aud and scp, signed by keys it publishes at
+// /.well-known/jwks.json. Clients are created through its admin API, as an operator would.
+package hydra
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// BinaryEnv names the hydra binary to use; when unset hack/hydra.sh builds (or finds) it.
+const BinaryEnv = "O2IMS_HYDRA"
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// Binary is the path of the hydra binary, built first when missing or stale.
+func Binary() (string, error) {
+	binOnce.Do(func() {
+		if p := os.Getenv(BinaryEnv); p != "" {
+			binPath = p
+			_, binErr = os.Stat(p)
+			return
+		}
+		root, err := kubeapi.RepoRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		var out bytes.Buffer
+		cmd := exec.Command(filepath.Join(root, "hack", "hydra.sh"))
+		cmd.Stdout, cmd.Stderr = &out, os.Stderr
+		if err := cmd.Run(); err != nil {
+			binErr = fmt.Errorf("building ORY Hydra (hack/hydra.sh): %w", err)
+			return
+		}
+		binPath = strings.TrimSpace(out.String())
+	})
+	return binPath, binErr
+}
+
+// Hydra is one running Hydra.
+type Hydra struct {
+	Public, Admin string // base URLs
+	cmd           *exec.Cmd
+	done          chan struct{}
+	logFile       string
+}
+
+// Start runs Hydra on two free loopback ports until the test ends and waits for it to be ready.
+func Start(t testing.TB) *Hydra {
+	t.Helper()
+	bin, err := Binary()
+	require.NoError(t, err)
+	pub, adm := freePort(t), freePort(t)
+	secret := make([]byte, 16)
+	_, _ = rand.Read(secret)
+	h := &Hydra{
+		Public: "http://127.0.0.1:" + strconv.Itoa(pub), Admin: "http://127.0.0.1:" + strconv.Itoa(adm),
+		done: make(chan struct{}), logFile: filepath.Join(t.TempDir(), "hydra.log"),
+	}
+	logf, err := os.Create(h.logFile)
+	require.NoError(t, err)
+	h.cmd = exec.Command(bin, "serve", "all", "--dev")
+	h.cmd.Env = append(os.Environ(),
+		"DSN=memory",
+		"SECRETS_SYSTEM="+hex.EncodeToString(secret), // 32 characters
+		"STRATEGIES_ACCESS_TOKEN=jwt",
+		"URLS_SELF_ISSUER="+h.Public,
+		"SERVE_PUBLIC_HOST=127.0.0.1", "SERVE_PUBLIC_PORT="+strconv.Itoa(pub),
+		"SERVE_ADMIN_HOST=127.0.0.1", "SERVE_ADMIN_PORT="+strconv.Itoa(adm),
+		"LOG_LEVEL=warn", "SQA_OPT_OUT=true",
+	)
+	h.cmd.Stdout, h.cmd.Stderr = logf, logf
+	require.NoError(t, h.cmd.Start())
+	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.done) }()
+	t.Cleanup(h.Stop)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if h.ready() {
+			return h
+		}
+		select {
+		case <-h.done:
+			log, _ := os.ReadFile(h.logFile)
+			t.Fatalf("hydra exited before it was ready:\n%s", log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(h.logFile)
+			t.Fatalf("hydra not ready within 60s:\n%s", log)
+		}
+	}
+}
+
+func (h *Hydra) ready() bool {
+	for _, base := range []string{h.Public, h.Admin} {
+		resp, err := http.Get(base + "/health/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop ends Hydra (an outage: its ports then refuse connections).
+func (h *Hydra) Stop() {
+	if h.cmd.Process != nil {
+		_ = h.cmd.Process.Kill()
+	}
+	<-h.done
+}
+
+// Issuer is the issuer URL Hydra names in its metadata and tokens.
+func (h *Hydra) Issuer() string { return h.Public }
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Client is an OAuth client registered in Hydra.
+type Client struct{ ID, Secret string }
+
+// CreateClient registers a client-credentials client allowed scopes and audiences (admin API
+// POST /admin/clients).
+func (h *Hydra) CreateClient(t testing.TB, id string, scopes, audiences []string) Client {
+	t.Helper()
+	c := Client{ID: id, Secret: "secret-" + id}
+	body := map[string]any{
+		"client_id": c.ID, "client_secret": c.Secret, "grant_types": []string{"client_credentials"},
+		"scope": strings.Join(scopes, " "), "audience": audiences, "token_endpoint_auth_method": "client_secret_basic",
+	}
+	h.admin(t, http.MethodPost, "/admin/clients", body, http.StatusCreated)
+	return c
+}
+
+// Token fetches a client-credentials access token for scopes and audiences (POST /oauth2/token).
+func (h *Hydra) Token(t testing.TB, c Client, scopes, audiences []string) string {
+	t.Helper()
+	tok, err := h.TryToken(context.Background(), c, scopes, audiences)
+	require.NoError(t, err)
+	return tok
+}
+
+// TryToken is Token answering an error (the token endpoint may be down).
+func (h *Hydra) TryToken(ctx context.Context, c Client, scopes, audiences []string) (string, error) {
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {strings.Join(scopes, " ")}}
+	for _, a := range audiences {
+		form.Add("audience", a)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.Public+"/oauth2/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("token endpoint answered %d: %s", resp.StatusCode, data)
+	}
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.AccessToken == "" {
+		return "", fmt.Errorf("token endpoint answered no access_token: %s", data)
+	}
+	return out.AccessToken, nil
+}
+
+// AccessTokenKeySet is the JWKS Hydra signs access tokens with.
+const AccessTokenKeySet = "hydra.jwt.access-token"
+
+// RotateKeys adds a new RS256 key to the access-token key set (POST /admin/keys/{set}); Hydra signs new
+// tokens with it and keeps publishing the old one.
+func (h *Hydra) RotateKeys(t testing.TB) {
+	t.Helper()
+	h.admin(t, http.MethodPost, "/admin/keys/"+AccessTokenKeySet, map[string]any{"alg": "RS256", "use": "sig", "kid": "rotated-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, http.StatusCreated)
+}
+
+func (h *Hydra) admin(t testing.TB, method, path string, body any, want int) []byte {
+	t.Helper()
+	b, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, h.Admin+path, bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, path, data)
+	return data
+}
+
+// ImportKey stores the test's own RSA key in Hydra's access-token key set under kid (admin API
+// PUT /admin/keys/{set}/{kid}, for keys an operator brings): Hydra then publishes its public half in its
+// JWKS like its own, and the test can sign tokens Hydra's relying parties trust — to make tokens whose
+// every claim it chooses (expired, bound to a certificate…).
+func (h *Hydra) ImportKey(t testing.TB, kid string, key *rsa.PrivateKey) {
+	t.Helper()
+	jwk := jose.JSONWebKey{Key: key, KeyID: kid, Algorithm: "RS256", Use: "sig"}
+	b, err := jwk.MarshalJSON()
+	require.NoError(t, err)
+	h.admin(t, http.MethodPut, "/admin/keys/"+AccessTokenKeySet+"/"+kid, json.RawMessage(b), http.StatusOK)
+}
+
+// Sign makes a JWT of claims signed with key under kid and alg, as an issuer (or a forger) would.
+func Sign(t testing.TB, key any, kid string, alg jose.SignatureAlgorithm, claims map[string]any) string {
+	t.Helper()
+	opts := (&jose.SignerOptions{}).WithType("JWT")
+	if kid != "" {
+		opts = opts.WithHeader("kid", kid)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
+	require.NoError(t, err)
+	tok, err := jwt.Signed(signer).Claims(claims).Serialize()
+	require.NoError(t, err)
+	return tok
+}
+
+// Claims reads a token's claims without verifying it (what Hydra put in its own tokens).
+func Claims(t testing.TB, token string) map[string]any {
+	t.Helper()
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, tok.UnsafeClaimsWithoutVerification(&m))
+	return m
+}
+
+// KeyID is the kid a token's header names.
+func KeyID(t testing.TB, token string) string {
+	t.Helper()
+	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	require.NoError(t, err)
+	return tok.Headers[0].KeyID
+}

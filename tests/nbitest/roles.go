@@ -1,0 +1,56 @@
+package nbitest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// ApplyO2IMSRoles creates the shipped O2IMS roles and their group bindings
+// (manifests/nbi-auth/objects/o2ims-roles.yaml) in the shared API server, once: tests share them.
+func ApplyO2IMSRoles(t testing.TB, kapi *kubeapi.Server) {
+	t.Helper()
+	root, err := kubeapi.RepoRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "nbi-auth", "objects", "o2ims-roles.yaml"))
+	require.NoError(t, err)
+	cs, ctx := kapi.AdminClientset(), context.Background()
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind struct{ Kind string }
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &kind))
+		switch kind.Kind {
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &r))
+			_, err = cs.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{})
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			require.NoError(t, yaml.Unmarshal([]byte(doc), &b))
+			_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &b, metav1.CreateOptions{})
+		default:
+			continue
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			require.NoError(t, err)
+		}
+	}
+}
+
+// NBIToken is a ServiceAccount token minted for the NBI's audience (nbi.DefaultTokenAudience), the
+// only Kubernetes tokens NBI_AUTH=kubernetes accepts by default.
+func NBIToken(t testing.TB, kapi *kubeapi.Server, namespace, name string) string {
+	t.Helper()
+	token, err := kapi.ServiceAccountTokenFor(context.Background(), namespace, name, "o2ims-nbi")
+	require.NoError(t, err)
+	return token
+}
