@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
 // Event reasons the framework posts.
@@ -56,11 +57,13 @@ func (p *pass) warnOnce(what, message string) {
 func (p *pass) flushEvents() {
 	events := p.own.events
 	p.own.events = nil
-	if p.c.op.events == nil {
+	if p.c.op.events == nil || !p.c.op.mayAct() {
+		// A deposed leader posts nothing either (fence.go).
 		return
 	}
 	for _, e := range events {
-		p.c.op.events.post(p.cached, e.eventType, e.reason, e.message)
+		// Handlers quote errors; an event never carries an internal address (netcause.Redact).
+		p.c.op.events.post(p.cached, e.eventType, e.reason, netcause.Redact(e.message))
 	}
 }
 

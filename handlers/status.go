@@ -7,6 +7,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
 // maxMessage bounds provisioningMessage: an API error can be long, and the message is read by people.
@@ -24,7 +25,8 @@ func truncateMessage(message string) string {
 // parts filled in. provisioningUpdateTime (UTC RFC 3339) moves only when one of them changes, so a pass
 // that observes nothing new writes nothing; every state change posts an Event.
 func (h *Handlers) setStatus(c *framework.Cause, s said) {
-	state, message := s.m.state, truncateMessage(s.text)
+	// An error quoted into a message never carries an internal address (issue 34).
+	state, message := s.m.state, truncateMessage(netcause.Redact(s.text))
 	cur := v1alpha1.StatusOf(c.Object)
 	if cur.State == state && cur.Message == message {
 		return

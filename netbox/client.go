@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/utils/clock"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
@@ -355,7 +356,7 @@ func (c *Client) toError(op string, resp *http.Response, err error, write bool) 
 			if errors.Is(err, context.DeadlineExceeded) {
 				e.Kind = KindTimeout
 			}
-			e.Err = fmt.Errorf("reading the answer failed: %s", c.clean(err.Error(), 200))
+			e.Err = fmt.Errorf("reading the answer failed: %s", c.transportCause(op, err))
 		}
 		e.MayHaveLanded = write
 	case errors.As(err, &at):
@@ -363,15 +364,22 @@ func (c *Client) toError(op string, resp *http.Response, err error, write bool) 
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Kind, e.Retryable, e.MayHaveLanded = KindTimeout, true, write
 		e.Err = errors.New("the caller's deadline expired")
+		if cause := netcause.Of(err); cause != netcause.Timeout { // net/http's own (response headers, TLS handshake)
+			e.Err = errors.New(cause)
+		}
 	case errors.Is(err, context.Canceled):
 		e.Kind, e.MayHaveLanded = KindCanceled, write
 		e.Err = errors.New("the caller canceled the request")
 	case tlsVerificationErr(err):
 		e.Kind = KindTransport
-		e.Err = fmt.Errorf("TLS verification failed (check %s): %s", EnvCAFile, c.clean(inner.Error(), 200))
+		e.Err = fmt.Errorf("TLS verification failed (check %s): %s", EnvCAFile, c.transportCause(op, inner))
 	default:
 		e.Kind, e.Retryable = KindTransport, true
-		e.Err = fmt.Errorf("%s", c.clean(inner.Error(), 200))
+		e.Err = errors.New(c.transportCause(op, inner))
+		var ne net.Error
+		if errors.As(inner, &ne) && ne.Timeout() { // a dialer's or the TLS handshake's own timeout
+			e.Kind = KindTimeout
+		}
 		// A connection that was never made carried no write.
 		var opErr *net.OpError
 		e.MayHaveLanded = write && !(errors.As(err, &opErr) && opErr.Op == "dial")
@@ -410,7 +418,8 @@ func (c *Client) statusDetail(code int, err error) error {
 		hint = "; check the token in " + EnvTokenFile + " and its permissions"
 	}
 	var g *nb.GenericOpenAPIError
-	if errors.As(err, &g) {
+	// A 5xx body is a proxy's or a crashed worker's, which may name upstream addresses: the status says it.
+	if errors.As(err, &g) && code < 500 {
 		var obj map[string]any
 		if json.Unmarshal(g.Body(), &obj) == nil && len(obj) > 0 {
 			if d, ok := obj["detail"].(string); ok {
@@ -423,6 +432,14 @@ func (c *Client) statusDetail(code int, err error) error {
 		}
 	}
 	return fmt.Errorf("%s%s", http.StatusText(code), hint)
+}
+
+// transportCause is the class of a transport failure (sanitize.go); what Go said, addresses included,
+// goes to the DEBUG log only (with the token masked), as the outage's other details do.
+func (c *Client) transportCause(op string, err error) string {
+	c.log.Debug("NetBox call failed in transport", zap.String("op", op),
+		zap.String("detail", sanitizeText(redactSecret(err.Error(), c.tokens.current()), 500)))
+	return transportCause(err)
 }
 
 // clean makes server- or library-provided text safe for an error: the exact

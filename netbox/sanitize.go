@@ -1,10 +1,12 @@
 package netbox
 
 import (
+	"errors"
 	"regexp"
 	"strings"
 	"unicode"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
@@ -34,13 +36,25 @@ func sanitizeText(s string, max int) string {
 	return quote.Truncate(s, max)
 }
 
-// sanitizeMessage is sanitizeText plus removal of URLs and credentials, for
-// text we put into NetBox (changelog_message) or logs: a caller's message might
-// quote a BMC address.
+// sanitizeMessage is sanitizeText plus removal of URLs, credentials and
+// addresses, for text we put into NetBox (changelog_message), errors or logs: a
+// caller's message might quote a BMC address, a server's an upstream's.
 func sanitizeMessage(s string, max int) string {
 	s = urlFragment.ReplaceAllString(s, "[address]")
 	s = userInfo.ReplaceAllString(s, "[redacted]")
-	return sanitizeText(s, max)
+	return sanitizeText(netcause.Redact(s), max)
+}
+
+// transportCause words a failed attempt by its class only ("connection refused", "DNS: name not
+// found", "TLS: certificate signed by an unknown authority"…): it becomes an Error's text, and from
+// there a waiting request's status message, an event and /readyz, which must never carry NetBox's host,
+// its address, the DNS server's or a proxy's (issue 34). The details go to the DEBUG log only.
+func transportCause(err error) string {
+	var at *attemptTimeoutError
+	if errors.As(err, &at) {
+		return at.Error()
+	}
+	return netcause.Of(err)
 }
 
 // redactSecret removes an exact secret (the current token) from s.

@@ -236,7 +236,7 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			t.metrics.reached(false, err.Error())
 		} else if parent.Err() == nil {
 			t.metrics.apiError("transport")
-			t.metrics.reached(false, sanitizeMessage(redactSecret(err.Error(), tok), 200))
+			t.metrics.reached(false, transportCause(err))
 		}
 		return nil, err
 	}

@@ -29,6 +29,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
 // Reason is why an address is refused: a bounded set, fit for a metric label.
@@ -456,7 +458,7 @@ func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 	if err != nil || len(addrs) == 0 {
 		detail := "it resolves to no address"
 		if err != nil {
-			detail = "it does not resolve: " + err.Error()
+			detail = "it does not resolve: " + lookupText(err)
 		}
 		return nil, &RefusedError{Reason: Unresolved, Host: host, Detail: detail}
 	}
@@ -471,7 +473,17 @@ type LookupError struct {
 }
 
 func (e *LookupError) Error() string {
-	return fmt.Sprintf("callback host %q could not be resolved right now: %v", e.Host, e.Err)
+	return fmt.Sprintf("callback host %q could not be resolved right now: %s", e.Host, lookupText(e.Err))
+}
+
+// lookupText is a resolver's error without the DNS server's address (or a UDP socket's) that Go's text
+// carries ("lookup smo.example on 10.96.0.10:53: …"): it is answered to the caller and logged.
+func lookupText(err error) string {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return "lookup " + dnsErr.Name + ": " + netcause.Redact(dnsErr.Err)
+	}
+	return netcause.Redact(err.Error())
 }
 
 func (e *LookupError) Unwrap() error { return e.Err }
