@@ -28,6 +28,7 @@ const (
 	ClusterV1beta1OnlyCRD  = "clusters-v1beta1-only.yaml"
 	BareMetalHostCRD       = "metal3.io_baremetalhosts.yaml"
 	HardwareDataCRD        = "metal3.io_hardwaredata.yaml"
+	Metal3MachineCRD       = "infrastructure.cluster.x-k8s.io_metal3machines.yaml"
 )
 
 // ReferenceDir holds the upstream documents the tests and the local run read, inside the checkout.
