@@ -17,6 +17,12 @@ const (
 	ClusterKind         = "Cluster"
 	Metal3Group         = "metal3.io"
 	BareMetalHostKind   = "BareMetalHost"
+	// CAPM3's Metal3Machine: a BareMetalHost's spec.consumerRef names one when a CAPI Machine consumes the
+	// host; the Machine is its owner (cluster-api-provider-metal3 v1.13.2, baremetal/metal3machine_manager.go
+	// setHostConsumerRef; controllers/metal3machine_controller.go, util.GetOwnerMachine).
+	InfrastructureGroup = "infrastructure.cluster.x-k8s.io"
+	Metal3MachineKind   = "Metal3Machine"
+	MachineKind         = "Machine"
 )
 
 var (
@@ -26,6 +32,12 @@ var (
 	// one it is cloned from.
 	PackageRevisionGVR = schema.GroupVersionResource{Group: PorchAPIGroup, Version: "v1alpha1", Resource: "packagerevisions"}
 )
+
+// Metal3MachineGVR is CAPM3's Metal3Machine at a version (the one a consumerRef names; v1beta1 and v1beta2
+// are both served by CAPM3 v1.13).
+func Metal3MachineGVR(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: InfrastructureGroup, Version: version, Resource: "metal3machines"}
+}
 
 // ClusterGVR is the CAPI Cluster at a served version (handlers.DetectClusterVersion picks it).
 func ClusterGVR(version string) schema.GroupVersionResource {

@@ -124,6 +124,9 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 	if !st.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
 		return false, "", false, hostStepError(s, &notOursError{"BareMetalHost", st.cfg.Metal3Namespace + "/" + bmh.GetName()})
 	}
+	if consumerOf(bmh).taken() {
+		return true, "", false, nil // a machine has it: never set aside (consumer.go)
+	}
 	ready, detail = hostReady(bmh)
 	return ready, detail, credentialsRefused(bmh), nil
 }
@@ -249,6 +252,8 @@ type removal struct {
 	// confirm asks for a prompt re-check: a deleted Secret is not watched, so nothing else would wake
 	// the request.
 	confirm bool
+	// inUse: Metal3 says a machine consumes the host; nothing was deleted (consumer.go).
+	inUse bool
 }
 
 // deleteMetal3 removes our BareMetalHost, then our BMC Secret, and reports whether both are gone. Objects
@@ -263,7 +268,15 @@ func (st *Step) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) 
 		return removal{}, err
 	case st.ownedByRequest(bmh.GetAnnotations(), uid):
 		if bmh.GetDeletionTimestamp() == nil {
-			if err := st.api.Delete(ctx, gvr, ns, bmh.GetName(), bmh.GetUID()); err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+			if cons := consumerOf(bmh); cons.inUse {
+				return removal{detail: st.inUseDetail(ctx, c, id, cons), inUse: true}, nil // never deleted in use (consumer.go)
+			}
+			// Exactly the version read: a host a machine took since (CAPM3 sets consumerRef) is refused.
+			err := st.api.DeleteVersion(ctx, gvr, ns, bmh.GetName(), bmh.GetUID(), bmh.GetResourceVersion())
+			if framework.IsClass(err, framework.ClassConflict) {
+				return removal{detail: fmt.Sprintf("%s: BareMetalHost changed while being released; looking again", netbox.Identity(id)), confirm: true}, nil
+			}
+			if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
 				return removal{}, err
 			}
 			c.Normal(eventDeleted, fmt.Sprintf("Deleted BareMetalHost %s/%s", ns, bmh.GetName()))

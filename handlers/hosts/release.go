@@ -56,6 +56,8 @@ type releaseProgress struct {
 	// quarantining: the same for hosts whose BMC refused the credentials ("netbox-<id> (why): step").
 	quarantining []string
 	soon         bool
+	// inUse counts the pending hosts a machine consumes (consumer.go): they wait for Cluster API.
+	inUse int
 }
 
 func (p *releaseProgress) add(s *Slot, detail string) {
@@ -95,6 +97,9 @@ func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Sl
 				r.detail, r.confirm = s.ID+": removed from Metal3", true
 			}
 			p.soon = p.soon || r.confirm
+			if r.inUse {
+				p.inUse++
+			}
 			p.add(s, r.detail)
 		case PhaseMetal3Released:
 			if s.Refused != "" {
@@ -119,4 +124,34 @@ func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Sl
 		}
 	}
 	return p, nil
+}
+
+// GiveBack releases what a request that failed waiting for its hosts holds, at once: every host no machine
+// consumes goes back to the pool with the checkpoints of a deletion, and its position is emptied (a later
+// spec change chooses again); a host a machine consumes stays recorded and claimed (never released in use).
+// Done once nothing but such hosts is left.
+func (st *Step) GiveBack(ctx context.Context, c *framework.Cause) (Released, error) {
+	res, err := st.giveBack(ctx, c)
+	if msg, ok := st.netboxWait(err); ok {
+		return Released{Message: msg}, nil
+	}
+	return res, err
+}
+
+func (st *Step) giveBack(ctx context.Context, c *framework.Cause) (Released, error) {
+	slots, err := ReadSlots(c.Object)
+	if err != nil {
+		return Released{}, fmt.Errorf("reading host records: %w", err)
+	}
+	before := slices.Clone(slots)
+	defer func() { writeSlots(c, before, slots) }()
+	p, err := st.releaseSlots(ctx, c, slots, func(Slot) bool { return true })
+	if err != nil {
+		return Released{}, err
+	}
+	slots = slices.DeleteFunc(slots, func(s Slot) bool { return !s.holds() })
+	if len(p.pending) > p.inUse || len(p.quarantining) > 0 {
+		return Released{Message: strings.Join(append(p.pending, p.quarantining...), "; "), Soon: p.soon}, nil
+	}
+	return Released{Done: true, Message: strings.Join(p.pending, "; ")}, nil
 }

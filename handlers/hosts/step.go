@@ -79,7 +79,8 @@ type Step struct {
 func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
 	st := &Step{
 		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
-		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind}),
+		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind,
+			external.Metal3MachineGVR("").GroupResource(): external.Metal3MachineKind}),
 	}
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
@@ -192,7 +193,9 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	before := slices.Clone(slots)
 	defer func() { writeSlots(c, before, slots) }()
 
-	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion.
+	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion; of a role's
+	// hosts, those no machine consumes before those in use.
+	st.preferUnconsumed(c, slots)
 	releasing, err := st.releaseSlots(ctx, c, slots, func(s Slot) bool { return s.Surplus })
 	if err != nil {
 		return Ensured{}, err

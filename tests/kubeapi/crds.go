@@ -30,6 +30,7 @@ const (
 	HardwareDataCRD        = "metal3.io_hardwaredata.yaml"
 	// PackageRevisionCRD stands in for Porch's aggregated API (derived from its Go types; SOURCES.md).
 	PackageRevisionCRD = "porch.kpt.dev_packagerevisions.yaml"
+	Metal3MachineCRD   = "infrastructure.cluster.x-k8s.io_metal3machines.yaml"
 )
 
 // ReferenceDir holds the upstream documents the tests and the local run read, inside the checkout.

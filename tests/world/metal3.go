@@ -49,11 +49,15 @@ func (m *metal3) reconcile(ctx context.Context, bmh *unstructured.Unstructured, 
 		state, opStatus, errType, again = "registering", "error", "registration error", 0
 		errMsg, errCount = "Failed to get power state for node: authentication failed", 1
 	}
+	state, poweredOn, imageAgain := m.w.capm3.imageState(bmh, state) // a Machine's image (capm3.go)
+	if imageAgain > 0 {
+		again = imageAgain
+	}
 	status := map[string]any{
 		"provisioning":      map[string]any{"ID": string(bmh.GetUID()), "state": state},
 		"operationalStatus": opStatus,
 		"errorMessage":      errMsg,
-		"poweredOn":         false,
+		"poweredOn":         poweredOn,
 		"errorCount":        errCount,
 	}
 	if errType != "" {

@@ -1,6 +1,6 @@
 // Package world simulates the parts of a Nephio management cluster the operator talks to — Porch
-// rendering PackageVariants, Cluster API provisioning Clusters, Metal3 registering BareMetalHosts — by
-// writing real objects to a real API server, so tests and the local run exercise the operator against
+// rendering PackageVariants, Cluster API provisioning Clusters, Metal3 registering BareMetalHosts, CAPM3's
+// Machines consuming and giving back hosts (capm3.go) — by writing real objects to a real API server, so tests and the local run exercise the operator against
 // what the API server really stores.
 package world
 
@@ -42,6 +42,9 @@ type Options struct {
 	DeleteDelay    time.Duration
 	// Metal3 timings: registering → inspecting → available.
 	RegisterDelay, InspectDelay time.Duration
+	// ImageDelay is how long Metal3 takes to write a consumed host's image (provisioning) and to wipe it
+	// (deprovisioning) (capm3.go).
+	ImageDelay time.Duration
 	// Metal3Finalizer makes BareMetalHosts carry BMO's finalizer, removed DeleteDelay after deletion.
 	Metal3Finalizer bool
 
@@ -83,6 +86,7 @@ type World struct {
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
 	players         []*player
+	capm3           *capm3
 }
 
 // Start runs Porch, CAPI and Metal3 players; a player whose resource is not served (no CRD) sits out.
@@ -108,10 +112,12 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	porch := &porch{w: w}
 	capi := &capi{w: w, gvr: external.ClusterGVR(opts.ClusterVersion)}
 	metal3 := &metal3{w: w}
+	w.capm3 = &capm3{w: w}
 	for _, p := range []*player{
 		w.newPlayer("porch", external.PackageVariantGVR, opts.PackageVariantNamespace, porch.reconcile),
 		w.newPlayer("capi", capi.gvr, opts.ClusterNamespace, capi.reconcile),
 		w.newPlayer("metal3", external.BareMetalHostGVR, opts.Metal3Namespace, metal3.reconcile),
+		w.newPlayer("capm3", m3mGVR, opts.Metal3Namespace, w.capm3.reconcile),
 	} {
 		if served(ctx, opts.Dynamic, p.gvr) {
 			w.players = append(w.players, p)
