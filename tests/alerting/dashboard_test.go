@@ -157,8 +157,9 @@ func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
 		Metadata   struct {
-			Name   string            `json:"name"`
-			Labels map[string]string `json:"labels"`
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
 		} `json:"metadata"`
 		Data map[string]string `json:"data"`
 	}
@@ -166,6 +167,7 @@ func TestDashboardConfigMapIsTheDashboard(t *testing.T) {
 	assert.Equal(t, "v1", cm.APIVersion)
 	assert.Equal(t, "ConfigMap", cm.Kind)
 	assert.Equal(t, "1", cm.Metadata.Labels["grafana_dashboard"])
+	assert.Equal(t, "o2ims", cm.Metadata.Namespace, "namespaced in the file: a kpt package is applied as written")
 	require.Len(t, cm.Data, 1)
 	assert.True(t, bytes.Equal(raw, []byte(cm.Data[dashboardConfigMapKey])), "the ConfigMap's %s differs from %s", dashboardConfigMapKey, DashboardFile)
 }
