@@ -53,6 +53,9 @@ type sharedState struct {
 	uid types.UID
 	// initial: seen in the initial listing and not yet fully handled once (kopf's resume rule).
 	initial bool
+	// recheck: a Resuming related object changed; the resume handlers run once more when no other cause
+	// is pending (unlike initial, they never ride along an update).
+	recheck bool
 	// ownRVs are resourceVersions of our own writes whose watch events have not arrived yet; those events
 	// are echoes and do not wake handlers.
 	ownRVs map[string]struct{}
@@ -209,7 +212,7 @@ func (c *controller) wake(key string, resume ...bool) {
 	if st, ok := c.objects[key]; ok {
 		st.shared.changedAt = c.op.opts.Clock.Now()
 		if len(resume) > 0 && resume[0] {
-			st.shared.initial = true
+			st.shared.recheck = true
 		}
 	}
 	c.mu.Unlock()

@@ -108,13 +108,14 @@ func (p *pass) run() passResult {
 	p.ess, p.base = essence(p.obj, p.c.namer.Prefix), base
 	p.c.mu.Lock()
 	p.initial = p.st.shared.initial
+	recheck := p.st.shared.recheck
 	p.c.mu.Unlock()
 	switch {
 	case !hasBase:
 		return p.handleCause(ReasonCreate)
 	case !kopf.SameEssence(p.ess, p.base):
 		return p.handleCause(ReasonUpdate)
-	case p.initial:
+	case p.initial || recheck:
 		return p.handleCause(ReasonResume)
 	default:
 		return p.finish(passResult{})
@@ -261,7 +262,7 @@ func (p *pass) complete(every []*handlerSpec, res passResult) passResult {
 			p.mark()
 		}
 		p.c.mu.Lock()
-		p.st.shared.initial = false
+		p.st.shared.initial, p.st.shared.recheck = false, false
 		p.c.mu.Unlock()
 	}
 	p.own.cause, p.own.handlers = "", map[string]*handlerState{}

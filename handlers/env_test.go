@@ -40,7 +40,7 @@ const (
 	tmplPorchDegrades   = "tmpl-porch-degrades"
 	tmplClusterDegrades = "tmpl-cluster-degrades"
 	// degradeAfter is when those faults start: after the request was fulfilled.
-	degradeAfter = 8 * time.Second
+	degradeAfter = 10 * time.Second
 )
 
 var worldOptions = world.Options{

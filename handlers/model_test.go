@@ -114,7 +114,9 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"are chosen from) names for every pool host the holder NetBox names, once the host's last change is older "+
 		"than the view's bound; no device held twice; no BareMetalHost or BMC "+
 		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
-		"restarts without a spec change; a fulfilled request's package variant renders its current template and "+
+		"restarts without a spec change; a fulfilled request's package variant renders its current template (after a "+
+		"change, on a Published revision Porch locked to it: never fulfilled on an unrendered spec; some changes "+
+		"go to a template whose drafts nobody publishes) and "+
 		"its ids resolve in the inventory to devices it holds (never a refused one); every status the operator "+
 		"writes is a row of the message table (`handlers/messages.go`); the operator never stops by itself. At the end of each sequence everything is deleted, every host must be back in the pool and every "+
 		"refused host quarantined with its reason or back in the pool. Sequences run in parallel, each with its "+

@@ -44,7 +44,7 @@ func publishedTarget(t *testing.T, srv *kubeapi.Server, name string) (*unstructu
 func TestAChangePorchNeverRendersIsNeverFulfilled(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	c := startChain(t, srv, "norender", func(c *Config) { c.CreationTimeout = 4 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	c := startChain(t, srv, "norender", func(c *Config) { c.CreationTimeout = 6 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("norender-1", "norender", tmplOK, map[string]any{"clusterName": "edge-norender-1"}))
 	waitState(t, srv, "norender-1", v1alpha1.StateFulfilled, 30*time.Second)
 	before, _ := getPV(t, srv, "norender-1")
@@ -55,7 +55,7 @@ func TestAChangePorchNeverRendersIsNeverFulfilled(t *testing.T) {
 	assert.Contains(t, st.Message, "Porch has no revision v9.9.9 of template "+tmplNeverRenders+" in catalog-infra-capi")
 	u := waitState(t, srv, "norender-1", v1alpha1.StateFailed, 30*time.Second)
 	msg := v1alpha1.StatusOf(u).Message
-	assert.Contains(t, msg, "timed out after 4s waiting for the Cluster instance rendering")
+	assert.Contains(t, msg, "timed out after 6s waiting for the Cluster instance rendering")
 	assert.Contains(t, msg, "no revision v9.9.9 of template "+tmplNeverRenders)
 	pv, _ := getPV(t, srv, "norender-1")
 	ready, _ := condition(pv, "Ready")
@@ -68,7 +68,7 @@ func TestAChangePorchNeverRendersIsNeverFulfilled(t *testing.T) {
 func TestAChangeWhoseDraftIsNeverPublishedIsNeverFulfilled(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	c := startChain(t, srv, "nopublish", func(c *Config) { c.CreationTimeout = 4 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	c := startChain(t, srv, "nopublish", func(c *Config) { c.CreationTimeout = 6 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
 	// Its first revision is published (policy initial), a change's is not.
 	createPR(t, srv, provisioningRequest("nopublish-1", "nopublish", tmplNeverPublished, map[string]any{"clusterName": "edge-nopublish-1"}))
 	waitState(t, srv, "nopublish-1", v1alpha1.StateFulfilled, 30*time.Second)
@@ -118,7 +118,7 @@ func TestAPublishedChangeIsFulfilledAfterTheRollout(t *testing.T) {
 func TestAFaultAfterFulfilmentIsReported(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	c := startChain(t, srv, "degrade", func(c *Config) { c.CreationTimeout = 3 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	c := startChain(t, srv, "degrade", func(c *Config) { c.CreationTimeout = 6 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
 	createPR(t, srv, provisioningRequest("degrade-porch", "degrade", tmplPorchDegrades, map[string]any{"clusterName": "edge-degrade-porch"}))
 	createPR(t, srv, provisioningRequest("degrade-cluster", "degrade", tmplClusterDegrades, map[string]any{"clusterName": "edge-degrade-cluster"}))
 	for name, want := range map[string]string{
@@ -129,7 +129,7 @@ func TestAFaultAfterFulfilmentIsReported(t *testing.T) {
 		st := c.trail.await(t, name, msgRedrivenDegraded, 30*time.Second)
 		assert.Contains(t, st.Message, want)
 		u := waitState(t, srv, name, v1alpha1.StateFailed, 20*time.Second)
-		assert.True(t, strings.Contains(v1alpha1.StatusOf(u).Message, "timed out after 3s"), v1alpha1.StatusOf(u).Message)
+		assert.True(t, strings.Contains(v1alpha1.StatusOf(u).Message, "timed out after 6s"), v1alpha1.StatusOf(u).Message)
 	}
 }
 

@@ -53,14 +53,18 @@ func rollingOut(cl *unstructured.Unstructured, version string) string {
 // CREATION_TIMEOUT budget from then; it is fulfilled again when both recover, and fails with the usual
 // timeout message when they do not. A Cluster that CAPI (converted from v1beta1) reports Failed fails it.
 // A PackageVariant or Cluster that is gone is not a report, and is left alone (a PackageVariant may be
-// removed on purpose once its job is done).
+// removed on purpose once its job is done); so is a request whose PackageVariant is not ours by uid.
 func (h *Handlers) recheckFulfilled(c *framework.Cause, req Request) error {
 	pr := c.Object
+	pv, found, err := c.Cache.Get(external.PackageVariantGVR, h.cfg.PackageVariantNamespace, pr.GetName())
+	if err != nil || !found || !pvOwnedByRequest(pv, pr) {
+		// Only what this operator provisioned (or adopted) is watched: a request the Python image
+		// fulfilled is left alone, as the upgrade promises, and so is one whose PackageVariant is gone.
+		return nil
+	}
 	what := ""
-	if pv, found, err := c.Cache.Get(external.PackageVariantGVR, h.cfg.PackageVariantNamespace, pr.GetName()); err == nil && found && h.isOurs(pv, pr) {
-		if cond, ok := condition(pv, "Ready"); ok && cond["status"] == "False" {
-			what = "Porch reports the package variant not ready: " + conditionDetail(cond)
-		}
+	if cond, ok := condition(pv, "Ready"); ok && cond["status"] == "False" {
+		what = "Porch reports the package variant not ready: " + conditionDetail(cond)
 	}
 	if cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName); what == "" && err == nil && found {
 		v := viewCluster(cl, h.clusterVersion)

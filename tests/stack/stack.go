@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.progress("installing the upstream CRDs (Porch PackageVariant, CAPI Cluster, Metal3 BareMetalHost)")
 	var crds []string
-	for _, n := range []string{kubeapi.PackageVariantCRD, kubeapi.PackageRevisionCRD, kubeapi.ClusterCRD, kubeapi.BareMetalHostCRD, kubeapi.HardwareDataCRD} {
+	for _, n := range []string{kubeapi.PackageVariantCRD, kubeapi.ClusterCRD, kubeapi.BareMetalHostCRD, kubeapi.HardwareDataCRD} {
 		p, err := kubeapi.ReferenceCRD(n)
 		if err != nil {
 			return nil, err

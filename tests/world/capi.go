@@ -200,7 +200,12 @@ func sameIgnoringTimes(a, b map[string]any) bool {
 		raw, _ := json.Marshal(m)
 		var out map[string]any
 		_ = json.Unmarshal(raw, &out)
-		if conds, ok := out["conditions"].([]any); ok {
+		lists := []any{out["conditions"]}
+		if v2, ok := out["v1beta2"].(map[string]any); ok {
+			lists = append(lists, v2["conditions"])
+		}
+		for _, l := range lists {
+			conds, _ := l.([]any)
 			for _, c := range conds {
 				if cm, ok := c.(map[string]any); ok {
 					delete(cm, "lastTransitionTime")

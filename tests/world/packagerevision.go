@@ -99,8 +99,21 @@ func ownedBy(pr, pv *unstructured.Unstructured) bool {
 // package's earlier ones.
 func (r *revisions) upstream(ctx context.Context, repo, pkg, workspace string) (*unstructured.Unstructured, error) {
 	name := revisionName(repo, pkg, workspace)
-	var n int64
 	for _, pr := range r.all {
+		if pr.GetName() == name {
+			return pr, nil
+		}
+	}
+	// Numbered under one lock over a fresh listing: two versions added at once must not share a number
+	// (Porch's revisions of a package are unique, and the lock's number is what tells them apart).
+	r.w.catalogMu.Lock()
+	defer r.w.catalogMu.Unlock()
+	fresh, err := r.w.revisions(ctx, r.ns)
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	for _, pr := range fresh.all {
 		if pr.GetName() == name {
 			return pr, nil
 		}

@@ -82,6 +82,7 @@ type World struct {
 	opts Options
 	// revisionsServed: PackageRevisions can be listed; else Porch creates the Cluster on Ready, as before.
 	revisionsServed bool
+	catalogMu       sync.Mutex // the catalog's revision numbers (packagerevision.go)
 	log             *zap.Logger
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
