@@ -106,6 +106,7 @@ func Start(t testing.TB) *Hydra {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if h.ready() {
+			h.warm(t)
 			return h
 		}
 		select {
@@ -133,6 +134,17 @@ func (h *Hydra) ready() bool {
 		}
 	}
 	return true
+}
+
+// warm has Hydra make its signing keys now: it generates them (RSA 4096) at the first request that needs
+// them, which on a busy machine takes longer than a relying party waits.
+func (h *Hydra) warm(t testing.TB) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Minute}
+	resp, err := c.Get(h.Public + "/.well-known/jwks.json")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // Stop ends Hydra (an outage: its ports then refuse connections).

@@ -48,7 +48,7 @@ var parts = map[string]part{
 			"ClusterRole//o2ims-nbi-maintainer", "ClusterRoleBinding//o2ims-nbi-maintainer",
 			"ClusterRole//o2ims-nbi-provisioner", "ClusterRoleBinding//o2ims-nbi-provisioner",
 			"ClusterRole//o2ims-nbi-admin", "ClusterRoleBinding//o2ims-nbi-admin"},
-		env:     map[string]string{"NBI_AUTH": "kubernetes"},
+		env: map[string]string{"NBI_AUTH": "kubernetes"},
 	},
 	"nbi-tls": {
 		objects: []string{"Service/o2ims/o2ims-operator-nbi"},

@@ -6,13 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	authzv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -43,6 +46,17 @@ func ApplyO2IMSRoles(t testing.TB, kapi *kubeapi.Server) {
 		if !apierrors.IsAlreadyExists(err) {
 			require.NoError(t, err)
 		}
+	}
+	// The API server's authorizer sees new bindings a moment later: wait until each group is granted.
+	for _, r := range nbi.Roles() {
+		verb, path := r.Rules[0].Verbs[0], strings.TrimSuffix(r.Rules[0].Paths[0], "*")+"x"
+		kubeapi.Eventually(t, 30*time.Second, func() bool {
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+				User: "roles-probe", Groups: []string{r.Name},
+				NonResourceAttributes: &authzv1.NonResourceAttributes{Path: path, Verb: verb},
+			}}, metav1.CreateOptions{})
+			return err == nil && sar.Status.Allowed
+		}, "the API server never granted group %s its role", r.Name)
 	}
 }
 
