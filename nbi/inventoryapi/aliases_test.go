@@ -2,6 +2,7 @@ package inventoryapi
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,5 +105,72 @@ func TestTheVersionHeaderIsAnsweredPerSOL013(t *testing.T) {
 			continue
 		}
 		require.Equal(t, c.used, x.Resp.Header.Get("Version"), "%s Version %q", c.path, c.asked)
+	}
+}
+
+// O2IMS Table 3.2.3-1, every resource and its methods: each mandatory ("M") method is served under every
+// root and major (never 404 or 405), and each other method of the five is 405 with Allow, as the
+// resources' clauses say ("This method is not supported").
+func TestEveryMandatoryInventoryMethodIsServed(t *testing.T) {
+	ie := newSubsEnv(t).invEnv
+	snap := ie.view.Snapshot()
+	pool := snap.Pools[0].ID
+	sub := ie.get(invV1 + "/subscriptions")
+	require.Equal(t, http.StatusOK, sub.Code())
+	perf := ie.get(invV1 + "/performanceDictionaries").Items(t)
+	require.Len(t, perf, len(snap.Types), "one performance dictionary per resource type")
+	id := map[string]string{
+		"resourceTypeId": snap.Types[0].ID, "resourcePoolId": pool, "resourceId": snap.Resources[pool][0].ID,
+		"alarmDictionaryId": snap.Types[0].Attrs["alarmDictionaryId"].(string), "oCloudSiteId": snap.Sites[0].ID,
+		"performanceDictionaryId": perf[0]["performanceDictionaryId"].(string),
+		"deploymentManagerId":     uuid.NewString(), "subscriptionId": uuid.NewString(), "globalLocationId": "nowhere",
+	}
+	table := []struct {
+		uri       string
+		mandatory []string
+	}{
+		{"", []string{"GET"}},
+		{"/resourceTypes", []string{"GET"}},
+		{"/resourceTypes/{resourceTypeId}", []string{"GET"}},
+		{"/resourceTypes/{resourceTypeId}/performanceDictionary", []string{"GET"}},
+		{"/performanceDictionaries/{performanceDictionaryId}", []string{"GET"}},
+		{"/resourceTypes/{resourceTypeId}/alarmDictionary", []string{"GET"}},
+		{"/alarmDictionaries/{alarmDictionaryId}", []string{"GET"}},
+		{"/resourcePools", []string{"GET"}},
+		{"/resourcePools/{resourcePoolId}", []string{"GET"}},
+		{"/resourcePools/{resourcePoolId}/resources", []string{"GET"}},
+		{"/resourcePools/{resourcePoolId}/resources/{resourceId}", []string{"GET"}},
+		{"/deploymentManagers", []string{"GET"}},
+		{"/deploymentManagers/{deploymentManagerId}", []string{"GET"}},
+		{"/subscriptions", []string{"GET", "POST"}},
+		{"/subscriptions/{subscriptionId}", []string{"GET", "DELETE"}},
+		{"/alarmDictionaries", []string{"GET"}},
+		{"/performanceDictionaries", []string{"GET"}},
+		{"/locations", []string{"GET"}},
+		{"/locations/{globalLocationId}", []string{"GET"}},
+		{"/oCloudSites", []string{"GET"}},
+		{"/oCloudSites/{oCloudSiteId}", []string{"GET"}},
+	}
+	for _, root := range nbitest.InventoryRoots {
+		for _, row := range table {
+			path := root + fill(row.uri, id)
+			for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+				var body []byte
+				if m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch {
+					body = []byte(`{}`)
+				}
+				x := ie.send(m, path, body)
+				if !slices.Contains(row.mandatory, m) {
+					require.Equal(t, http.StatusMethodNotAllowed, x.Code(), "%s %s", m, path)
+					require.NotEmpty(t, x.Resp.Header.Get("Allow"))
+					continue
+				}
+				require.NotEqual(t, http.StatusMethodNotAllowed, x.Code(), "%s %s is mandatory", m, path)
+				if !strings.Contains(row.uri, "deploymentManagerId") && !strings.Contains(row.uri, "subscriptionId") &&
+					!strings.Contains(row.uri, "globalLocationId") && m == http.MethodGet {
+					require.Equal(t, http.StatusOK, x.Code(), "%s %s: %s", m, path, x.Body)
+				}
+			}
+		}
 	}
 }
