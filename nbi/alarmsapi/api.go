@@ -23,6 +23,9 @@ const (
 var Roots = []string{Root, RootSpec}
 
 // Majors are the monitoring API's major versions and the versions each serves (O2IMS Table 3.3.2-1).
+// Not yet done (issue 36 item 2): 2.0.0's data-type changes — v2 answers AlarmEventRecord,
+// AlarmSubscriptionInfo and the alarm notification in oran-o2ims's v1 shapes (resourceTypeID/resourceID,
+// alarmAcknowledgedTime), not the spec's objectTypeId/objectId/objectClass and alarmAcknowledgeTime.
 var Majors = []nbi.Major{
 	{Segment: "v1", Versions: []string{"1.0.0", "1.1.0", "1.2.0"}},
 	{Segment: "v2", Versions: []string{"2.0.0"}},
