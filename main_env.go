@@ -77,6 +77,8 @@ var environment = []envGroup{
 		{[]string{"CALLBACK_DENY_PRIVATE"}, "`false`", "`true`: subscription callbacks may not reach private ranges either (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) — see [callbacks](#callbacks-that-cannot-reach-inside)"},
 		{[]string{"CALLBACK_ALLOW_CIDRS", "CALLBACK_DENY_CIDRS"}, "—", "comma-separated CIDRs that callbacks may / may not reach, overriding the address classes both ways (longest prefix wins, deny wins a tie; never lifts the API server's or the operator's own endpoints)"},
 		{[]string{"CALLBACK_CA_FILE"}, "system roots", "PEM bundle trusted, besides the system's roots, for `https` callbacks (the SMO's private CA)"},
+		{[]string{"CALLBACK_TEST"}, "`true`", "a subscription is accepted only once its callback answers a `GET` with 204 (ETSI NFV-SOL 013), else 400 saying what it answered; `false` for an SMO that cannot answer a `GET`"},
+		{[]string{"CALLBACK_TEST_TIMEOUT"}, "`5s`", "how long that test waits for the 204 (up to `1m`)"},
 	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},

@@ -42,6 +42,7 @@ type Mux struct{ s *Server }
 type root struct {
 	path   string
 	render Renderer
+	majors []Major // Versioned: the major versions served under it (none: no Version header check)
 }
 
 // Root claims an API root: every problem answered under it, unmatched paths included, is rendered by
@@ -154,6 +155,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeProblem(rec, r, NewProblem(http.StatusNotAcceptable,
 			"Accept %q allows no media type this API answers: application/json or application/yaml",
 			Truncate(r.Header.Get("Accept"), 100)))
+		return
+	}
+	if p := s.checkVersion(rec, r); p != nil {
+		s.writeProblem(rec, r, p)
 		return
 	}
 	if route == "unmatched" {

@@ -31,6 +31,7 @@ const (
 	StoreLabel     = "o2ims.provisioning.oran.org/alarms"
 	alarmsKey      = "alarms.json.gz"
 	configKey      = "alarmServiceConfiguration.json"
+	tasksKey       = "taskOperations.json"
 	updateAttempts = 5
 )
 
@@ -77,6 +78,7 @@ func (c ServiceConfig) Validate() error {
 type State struct {
 	Alarms []*Alarm
 	Config ServiceConfig
+	Tasks  []*Task // task operation occurrences, oldest first (tasks.go)
 	rv     string
 	stored bool // the ConfigMap exists (written as an update, not a creation)
 }
@@ -123,7 +125,7 @@ func (s *State) ActiveOf(def *Definition) int {
 }
 
 func (s *State) clone() *State {
-	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config, rv: s.rv, stored: s.stored}
+	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config, rv: s.rv, stored: s.stored, Tasks: slices.Clone(s.Tasks)}
 	for i, a := range s.Alarms {
 		c.Alarms[i] = a.clone()
 	}
@@ -277,12 +279,20 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 	if err != nil {
 		return nil, err
 	}
+	data := map[string]string{configKey: string(cfg)}
+	if len(s.Tasks) > 0 {
+		tasks, err := json.Marshal(s.Tasks)
+		if err != nil {
+			return nil, err
+		}
+		data[tasksKey] = string(tasks)
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   StoreName,
 			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
 		},
-		Data:       map[string]string{configKey: string(cfg)},
+		Data:       data,
 		BinaryData: map[string][]byte{alarmsKey: buf.Bytes()},
 	}, nil
 }
@@ -298,6 +308,11 @@ func decode(cm *corev1.ConfigMap) (*State, error) {
 	}
 	if s.Config.Extensions == nil {
 		s.Config.Extensions = map[string]any{}
+	}
+	if raw, ok := cm.Data[tasksKey]; ok {
+		if err := json.Unmarshal([]byte(raw), &s.Tasks); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, tasksKey, err)
+		}
 	}
 	if raw, ok := cm.BinaryData[alarmsKey]; ok {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))

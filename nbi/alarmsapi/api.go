@@ -13,10 +13,23 @@ import (
 )
 
 const (
-	// Root is the alarms API's root; its version 1 is under Root+"/v1".
-	Root       = "/o2ims-infrastructureMonitoring"
-	apiVersion = "1.0.0"
+	// Root is the monitoring API's root as oran-o2ims spells it.
+	Root = "/o2ims-infrastructureMonitoring"
+	// RootSpec is the root as the O2IMS specification spells it (clause 3.3.3: O2ims_infrastructureMonitoring).
+	RootSpec = "/O2ims_infrastructureMonitoring"
 )
+
+// Roots are the spellings the monitoring API is served under; each is an alias of the other.
+var Roots = []string{Root, RootSpec}
+
+// Majors are the monitoring API's major versions and the versions each serves (O2IMS Table 3.3.2-1).
+// Not yet done (issue 36 item 2): 2.0.0's data-type changes — v2 answers AlarmEventRecord,
+// AlarmSubscriptionInfo and the alarm notification in oran-o2ims's v1 shapes (resourceTypeID/resourceID,
+// alarmAcknowledgedTime), not the spec's objectTypeId/objectId/objectClass and alarmAcknowledgeTime.
+var Majors = []nbi.Major{
+	{Segment: "v1", Versions: []string{"1.0.0", "1.1.0", "1.2.0"}},
+	{Segment: "v2", Versions: []string{"2.0.0"}},
+}
 
 // API is the alarms API over store; metrics (may be nil) counts the alarms cleared by hand.
 type API struct {
@@ -37,35 +50,35 @@ func New(store *alarms.Store, metrics *alarms.Metrics) *API {
 // its root's errors (404, 405, 406) still answer in the reference's ProblemDetails.
 func Unserved() *API { return &API{} }
 
-// Register claims the root (its errors in the reference's ProblemDetails) and adds the routes.
+// Register claims both spellings of the root (their errors in the reference's ProblemDetails) and adds
+// the routes under each major version: one implementation behind every alias.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux = m
-	m.Root(Root, nbi.WriteCommonProblem)
 	if a.store == nil {
+		for _, r := range Roots {
+			m.Root(r, nbi.WriteCommonProblem)
+		}
 		return
 	}
-	v1 := Root + "/v1"
-	m.Handle("GET "+Root+"/api_versions", nbi.VerbNone, a.versions)
-	m.Handle("GET "+v1+"/api_versions", nbi.VerbNone, a.versions)
-	m.Handle("GET "+v1+"/alarms", nbi.VerbList, a.list)
-	m.Handle("GET "+v1+"/alarms/{alarmEventRecordId}", nbi.VerbList, a.get)
-	m.Handle("PATCH "+v1+"/alarms/{alarmEventRecordId}", nbi.VerbUpdate, a.patch)
-	m.Handle("GET "+v1+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
-	m.Handle("PUT "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
-	m.Handle("PATCH "+v1+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
-	if a.subs != nil {
-		a.registerSubscriptions(m)
-	}
+	m.Versioned(Roots, nbi.WriteCommonProblem, Majors, a.routes)
 	if a.alerts != nil {
 		m.HandleURL("POST "+AlertmanagerPath, a.receive)
 	}
 }
 
-func (a *API) versions(w http.ResponseWriter, r *http.Request) error {
-	a.mux.Write(w, r, http.StatusOK, nbi.APIVersionInformation{
-		URIPrefix: Root + "/v1", APIVersions: []nbi.APIVersionEntry{{Version: apiVersion}},
-	})
-	return nil
+// routes adds the monitoring routes under prefix ({root}/v1 or {root}/v2).
+func (a *API) routes(prefix string, _ nbi.Major) {
+	m, v := a.mux, prefix
+	m.Handle("GET "+v+"/alarms", nbi.VerbList, a.list)
+	m.Handle("GET "+v+"/alarms/{alarmEventRecordId}", nbi.VerbList, a.get)
+	m.Handle("PATCH "+v+"/alarms/{alarmEventRecordId}", nbi.VerbUpdate, a.patch)
+	m.Handle("GET "+v+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
+	m.Handle("PUT "+v+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
+	m.Handle("PATCH "+v+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
+	a.taskRoutes(v)
+	if a.subs != nil {
+		a.registerSubscriptions(m, v)
+	}
 }
 
 // load reads the stored alarms within the API-server call timeout.

@@ -21,12 +21,14 @@ const clear = `{"perceivedSeverity": 5}`
 
 func TestAPIVersionsAndAnEmptyStore(t *testing.T) {
 	e := newEnv(t)
-	for _, p := range []string{Root + "/api_versions", v1 + "/api_versions"} {
+	x := e.get(v1 + "/api_versions")
+	require.JSONEq(t, `{"uriPrefix":"/o2ims-infrastructureMonitoring/v1","apiVersions":[{"version":"1.0.0"},{"version":"1.1.0"},{"version":"1.2.0"}]}`, string(x.Body))
+	for _, p := range []string{Root + "/api_versions", Root + "/v2/api_versions"} {
 		x := e.get(p)
 		require.Equal(t, http.StatusOK, x.Code())
-		require.Equal(t, v1, x.Object(t)["uriPrefix"])
+		require.JSONEq(t, `{"uriPrefix":"/o2ims-infrastructureMonitoring/v2","apiVersions":[{"version":"2.0.0"}]}`, string(x.Body))
 	}
-	x := e.get(v1 + "/alarms")
+	x = e.get(v1 + "/alarms")
 	require.Equal(t, http.StatusOK, x.Code())
 	require.JSONEq(t, `[]`, string(x.Body))
 	require.Equal(t, http.StatusNotFound, e.get(v1+"/alarms/"+e.cfg.OCloudID.String()).Code())

@@ -47,8 +47,8 @@ func (a *API) WithSubscriptions(subs *inventory.SubscriptionStore, created func(
 	return a
 }
 
-func (a *API) registerSubscriptions(m *nbi.Mux) {
-	c := Root + "/v1/alarmSubscriptions"
+func (a *API) registerSubscriptions(m *nbi.Mux, prefix string) {
+	c := prefix + "/alarmSubscriptions"
 	m.Handle("GET "+c, nbi.VerbList, a.listSubscriptions)
 	m.Handle("POST "+c, nbi.VerbCreate, a.createSubscription)
 	m.Handle("GET "+c+"/{alarmSubscriptionId}", nbi.VerbList, a.getSubscription)

@@ -386,7 +386,7 @@ func TestEveryFaultIsNotifiedRaisedAcknowledgedAndCleared(t *testing.T) {
 // the refusal's own words.
 func TestAlarmSubscriptionCreationRefusalsAnswerAsTheyAlwaysDid(t *testing.T) {
 	e := newEnv(t)
-	p, err := callback.New(callback.Config{})
+	p, err := callback.New(callback.Config{SkipTest: true}) // the names resolve where nobody listens
 	require.NoError(t, err)
 	e.subs.WithPolicy(p.WithLookup(refusalsLookup))
 	post := func(cb string) *nbitest.Exchange {

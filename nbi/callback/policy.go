@@ -88,6 +88,8 @@ type Config struct {
 	DenyPrivate bool           // CALLBACK_DENY_PRIVATE
 	Allow, Deny []netip.Prefix // CALLBACK_ALLOW_CIDRS, CALLBACK_DENY_CIDRS (comma-separated)
 	CAFile      string         // CALLBACK_CA_FILE: PEM bundle trusted for https callbacks besides the system's
+	SkipTest    bool           // CALLBACK_TEST=false: accept a subscription without testing its callback (test.go)
+	TestTimeout time.Duration  // CALLBACK_TEST_TIMEOUT: how long the test waits for the 204 (0: DefaultTestTimeout)
 }
 
 // ConfigFromEnv reads CALLBACK_*; a bad value is one line naming the variable.
@@ -117,6 +119,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.CAFile = get("CALLBACK_CA_FILE")
+	if err := testConfigFromEnv(get, &c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 

@@ -36,6 +36,16 @@ func TestConfigFromEnv(t *testing.T) {
 		_, err := ConfigFromEnv(env(map[string]string{k: v}))
 		require.ErrorContains(t, err, k)
 	}
+	require.False(t, c.SkipTest, "callbacks are tested by default")
+	require.Zero(t, c.TestTimeout, "DefaultTestTimeout")
+	c, err = ConfigFromEnv(env(map[string]string{"CALLBACK_TEST": "false", "CALLBACK_TEST_TIMEOUT": "250ms"}))
+	require.NoError(t, err)
+	require.True(t, c.SkipTest)
+	require.Equal(t, 250*time.Millisecond, c.TestTimeout)
+	for k, v := range map[string]string{"CALLBACK_TEST": "sometimes", "CALLBACK_TEST_TIMEOUT": "2m"} {
+		_, err := ConfigFromEnv(env(map[string]string{k: v}))
+		require.ErrorContains(t, err, k)
+	}
 	_, err = New(Config{CAFile: filepath.Join(t.TempDir(), "missing.pem")})
 	require.ErrorContains(t, err, "CALLBACK_CA_FILE")
 }

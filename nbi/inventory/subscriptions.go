@@ -259,6 +259,9 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 			return Subscription{}, &TooManyError{Max: st.max, Env: st.kind.MaxEnv}
 		}
 	}
+	if err := policy.TestCallback(ctx, s.Callback); err != nil {
+		return Subscription{}, err // a TestFailedError: what the callback answered, a 400
+	}
 	s.SubscriptionID = uuid.NewString()
 	data, err := json.Marshal(s)
 	if err != nil {

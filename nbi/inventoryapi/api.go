@@ -17,10 +17,22 @@ import (
 // provisioning API. Everything is answered from memory: the inventory View (NetBox, refreshed in the
 // background) and the operator's caches (requests and Clusters, for deployment managers).
 const (
-	// Root is the inventory API's root; its version 1 is under Root+"/v1".
-	Root       = "/o2ims-infrastructureInventory"
-	apiVersion = "1.0.0"
+	// Root is the inventory API's root as oran-o2ims spells it (its v1 and, since 07b9aec0, v2).
+	Root = "/o2ims-infrastructureInventory"
+	// RootSpec is the root as the O2IMS specification spells it (clause 3.2.3: O2ims_infrastructureInventory).
+	RootSpec = "/O2ims_infrastructureInventory"
 )
+
+// Roots are the spellings the inventory is served under; each is an alias of the other.
+var Roots = []string{Root, RootSpec}
+
+// Majors are the inventory's major versions and the versions each serves (O2IMS Table 3.2.2-1): v1 is
+// oran-o2ims's v1 rendition with the 1.1.0 performance dictionaries and the 1.2.0 ResourceTypeInfo; v2
+// is 2.0.0 (oran-o2ims moved to it unchanged but for its paths, commit 07b9aec0).
+var Majors = []nbi.Major{
+	{Segment: "v1", Versions: []string{"1.0.0", "1.1.0", "1.2.0"}},
+	{Segment: "v2", Versions: []string{"2.0.0"}},
+}
 
 // ClusterGetter reads a Cluster API Cluster from the operator's cache by name (in CLUSTER_NAMESPACE).
 // The NBI only reads what it answers, so it may answer the cache's own object.
@@ -73,34 +85,41 @@ func resourceIDs(cfg inventory.Config, ids []string) []string {
 	return ids
 }
 
-// Register claims the root (its errors in the inventory reference's shape) and adds the routes.
+// Register claims both spellings of the root (their errors in the inventory reference's shape) and adds
+// the routes under each major version: one implementation behind every alias.
 func (a *API) Register(m *nbi.Mux) {
 	a.mux = m
-	m.Root(Root, nbi.WriteCommonProblem)
 	if a.view == nil {
+		for _, r := range Roots {
+			m.Root(r, nbi.WriteCommonProblem)
+		}
 		return
 	}
-	v1 := Root + "/v1"
-	m.Handle("GET "+Root+"/api_versions", nbi.VerbNone, a.versions)
-	m.Handle("GET "+v1+"/api_versions", nbi.VerbNone, a.versions)
-	m.Handle("GET "+v1, nbi.VerbList, a.oCloudInfo)
-	m.Handle("GET "+v1+"/resourceTypes", nbi.VerbList, a.fromView(a.listResourceTypes))
-	m.Handle("GET "+v1+"/resourceTypes/{resourceTypeId}", nbi.VerbList, a.fromView(a.getResourceType))
-	m.Handle("GET "+v1+"/resourceTypes/{resourceTypeId}/alarmDictionary", nbi.VerbList, a.fromView(a.getResourceTypeAlarmDictionary))
-	m.Handle("GET "+v1+"/resourcePools", nbi.VerbList, a.fromView(a.listResourcePools))
-	m.Handle("GET "+v1+"/resourcePools/{resourcePoolId}", nbi.VerbList, a.fromView(a.getResourcePool))
-	m.Handle("GET "+v1+"/resourcePools/{resourcePoolId}/resources", nbi.VerbList, a.fromView(a.listResources))
-	m.Handle("GET "+v1+"/resourcePools/{resourcePoolId}/resources/{resourceId}", nbi.VerbList, a.fromView(a.getResource))
-	m.Handle("GET "+v1+"/deploymentManagers", nbi.VerbList, a.listDeploymentManagers)
-	m.Handle("GET "+v1+"/deploymentManagers/{deploymentManagerId}", nbi.VerbList, a.getDeploymentManager)
-	m.Handle("GET "+v1+"/oCloudSites", nbi.VerbList, a.fromView(a.listOCloudSites))
-	m.Handle("GET "+v1+"/oCloudSites/{oCloudSiteId}", nbi.VerbList, a.fromView(a.getOCloudSite))
-	m.Handle("GET "+v1+"/locations", nbi.VerbList, a.listLocations)
-	m.Handle("GET "+v1+"/locations/{globalLocationId}", nbi.VerbList, a.getLocation)
-	m.Handle("GET "+v1+"/alarmDictionaries", nbi.VerbList, a.fromView(a.listAlarmDictionaries))
-	m.Handle("GET "+v1+"/alarmDictionaries/{alarmDictionaryId}", nbi.VerbList, a.fromView(a.getAlarmDictionary))
+	m.Versioned(Roots, nbi.WriteCommonProblem, Majors, a.routes)
+}
+
+// routes adds the inventory's routes under prefix ({root}/v1 or {root}/v2).
+func (a *API) routes(prefix string, _ nbi.Major) {
+	m, v := a.mux, prefix
+	m.Handle("GET "+v, nbi.VerbList, a.oCloudInfo)
+	m.Handle("GET "+v+"/resourceTypes", nbi.VerbList, a.fromView(a.listResourceTypes))
+	m.Handle("GET "+v+"/resourceTypes/{resourceTypeId}", nbi.VerbList, a.fromView(a.getResourceType))
+	m.Handle("GET "+v+"/resourceTypes/{resourceTypeId}/alarmDictionary", nbi.VerbList, a.fromView(a.getResourceTypeAlarmDictionary))
+	m.Handle("GET "+v+"/resourcePools", nbi.VerbList, a.fromView(a.listResourcePools))
+	m.Handle("GET "+v+"/resourcePools/{resourcePoolId}", nbi.VerbList, a.fromView(a.getResourcePool))
+	m.Handle("GET "+v+"/resourcePools/{resourcePoolId}/resources", nbi.VerbList, a.fromView(a.listResources))
+	m.Handle("GET "+v+"/resourcePools/{resourcePoolId}/resources/{resourceId}", nbi.VerbList, a.fromView(a.getResource))
+	m.Handle("GET "+v+"/deploymentManagers", nbi.VerbList, a.listDeploymentManagers)
+	m.Handle("GET "+v+"/deploymentManagers/{deploymentManagerId}", nbi.VerbList, a.getDeploymentManager)
+	m.Handle("GET "+v+"/oCloudSites", nbi.VerbList, a.fromView(a.listOCloudSites))
+	m.Handle("GET "+v+"/oCloudSites/{oCloudSiteId}", nbi.VerbList, a.fromView(a.getOCloudSite))
+	m.Handle("GET "+v+"/locations", nbi.VerbList, a.listLocations)
+	m.Handle("GET "+v+"/locations/{globalLocationId}", nbi.VerbList, a.getLocation)
+	m.Handle("GET "+v+"/alarmDictionaries", nbi.VerbList, a.fromView(a.listAlarmDictionaries))
+	m.Handle("GET "+v+"/alarmDictionaries/{alarmDictionaryId}", nbi.VerbList, a.fromView(a.getAlarmDictionary))
+	a.performanceRoutes(v)
 	if a.subs != nil {
-		a.subs.register(m)
+		a.subs.register(m, v)
 	}
 }
 
@@ -114,14 +133,6 @@ func (a *API) fromView(op nbi.Op) nbi.Op {
 		}
 		return op(w, r)
 	}
-}
-
-func (a *API) versions(w http.ResponseWriter, r *http.Request) error {
-	a.mux.Write(w, r, http.StatusOK, nbi.APIVersionInformation{
-		URIPrefix:   Root + "/v1",
-		APIVersions: []nbi.APIVersionEntry{{Version: apiVersion}},
-	})
-	return nil
 }
 
 // oCloudInfo answers the O-Cloud: ids, name and description from configuration, serviceUri the

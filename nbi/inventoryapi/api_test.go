@@ -189,12 +189,15 @@ func TestInventoryRoutesAnswerTheNetBoxPoolAsTheReferenceDescribes(t *testing.T)
 	calls := ie.simCalls()
 	defer func() { require.Equal(t, calls, ie.simCalls(), "no NetBox call for any inventory GET") }()
 
-	for _, p := range []string{Root + "/api_versions", invV1 + "/api_versions"} {
+	x := ie.get(invV1 + "/api_versions")
+	require.Equal(t, http.StatusOK, x.Code())
+	require.JSONEq(t, `{"uriPrefix":"/o2ims-infrastructureInventory/v1","apiVersions":[{"version":"1.0.0"},{"version":"1.1.0"},{"version":"1.2.0"}]}`, string(x.Body))
+	for _, p := range []string{Root + "/api_versions", Root + "/v2/api_versions"} {
 		x := ie.get(p)
 		require.Equal(t, http.StatusOK, x.Code())
-		require.JSONEq(t, `{"uriPrefix":"/o2ims-infrastructureInventory/v1","apiVersions":[{"version":"1.0.0"}]}`, string(x.Body))
+		require.JSONEq(t, `{"uriPrefix":"/o2ims-infrastructureInventory/v2","apiVersions":[{"version":"2.0.0"}]}`, string(x.Body))
 	}
-	x := ie.get(invV1)
+	x = ie.get(invV1)
 	require.Equal(t, http.StatusOK, x.Code(), string(x.Body))
 	info := x.Object(t)
 	require.Equal(t, cfg.OCloudID.String(), info["oCloudId"])

@@ -41,8 +41,12 @@ func testLookup(_ context.Context, host string) ([]netip.Addr, error) {
 	return out, nil
 }
 
+// testPolicy is the policy of cfg resolving through lookup. The policy tests subscribe to names and
+// addresses nobody listens on, so SOL 013's test of the callback (a GET that must answer 204) is off in
+// them; callbacktest_test.go tests it with real receivers.
 func testPolicy(t *testing.T, cfg callback.Config, lookup func(context.Context, string) ([]netip.Addr, error)) *callback.Policy {
 	t.Helper()
+	cfg.SkipTest = true
 	p, err := callback.New(cfg)
 	require.NoError(t, err)
 	return p.WithLookup(lookup)

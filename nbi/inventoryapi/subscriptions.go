@@ -25,8 +25,8 @@ type subscriptions struct {
 	created func()
 }
 
-func (s *subscriptions) register(m *nbi.Mux) {
-	c := Root + "/v1/subscriptions"
+func (s *subscriptions) register(m *nbi.Mux, prefix string) {
+	c := prefix + "/subscriptions"
 	m.Handle("GET "+c, nbi.VerbList, s.list)
 	m.Handle("POST "+c, nbi.VerbCreate, s.create)
 	m.Handle("GET "+c+"/{subscriptionId}", nbi.VerbList, s.get)

@@ -87,6 +87,10 @@ func (r *Receiver) Attempts() int {
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet { // the test of the callback before a subscription (SOL 013): 204
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if req.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
 		return
