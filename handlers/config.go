@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
 
 // Config is the chain's configuration, read from the Python image's environment with its defaults.
@@ -40,6 +42,9 @@ type Config struct {
 	// Selector restricts the operator to requests matching a label selector (PROVISIONING_REQUEST_SELECTOR),
 	// to shard requests across operators; empty handles all.
 	Selector string
+	// BMCFaults and BMCAddresses: when a BMC fault quarantines a host, where credentials may go (bmcconfig.go).
+	BMCFaults    hosts.FaultPolicy
+	BMCAddresses hosts.AddressPolicy
 }
 
 // ConfigFromEnv reads the environment. A bad value is one clear line naming the variable.
@@ -66,6 +71,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return cfg, err
 	}
 	if cfg.RenderSettle, err = positiveSeconds(getenv, "RENDER_SETTLE", 30); err != nil {
+		return cfg, err
+	}
+	if err := bmcFromEnv(getenv, &cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.Selector != "" {
