@@ -69,6 +69,7 @@ type registrationFault struct {
 	cause   faultCause
 	count   int64
 	message string
+	detail  string // the sanitised form the status shows (hostReady)
 }
 
 func registrationFaultOf(bmh *unstructured.Unstructured) registrationFault {

@@ -107,8 +107,8 @@ type verdict struct {
 }
 
 // judge decides whether a registration error that is not certain quarantines the host now.
-func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, detail string, taken int64) verdict {
-	p := st.cfg.Faults
+func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken int64) verdict {
+	p, detail := st.cfg.Faults, f.detail
 	since, err := time.Parse(time.RFC3339, s.FaultSince)
 	if err != nil {
 		since = c.Now

@@ -84,7 +84,8 @@ func (st *Step) registerClaimed(ctx context.Context, c *framework.Cause, slots [
 			}
 			continue
 		}
-		v, err := st.onRegistrationError(ctx, c, s, fault, detail, cluster, taken)
+		fault.detail = detail
+		v, err := st.onRegistrationError(ctx, c, s, fault, cluster, taken)
 		if err != nil {
 			return registration{}, err
 		}
@@ -113,8 +114,9 @@ func (st *Step) registerClaimed(ctx context.Context, c *framework.Cause, slots [
 // onRegistrationError judges a claimed host Metal3 cannot register: at once when our credentials
 // Secret for it is gone or empty (certain: a live read), a fresh BMC Secret when Metal3 says ours is
 // missing, else by the fault policy (bmcfault.go). The request's replacement bound holds for all.
-func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *Slot, f registrationFault, detail, cluster string, taken int64) (verdict, error) {
+func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *Slot, f registrationFault, cluster string, taken int64) (verdict, error) {
 	id, _ := netbox.ParseIdentity(s.ID)
+	detail := f.detail
 	creds, err := resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	switch {
@@ -130,7 +132,7 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 		// Our copy is gone or incomplete (someone deleted it): made again, never the host's fault.
 		return verdict{why: detail + "; its BMC Secret is made again"}, hostStepError(s, st.ensureBMCSecret(ctx, c, id, creds, cluster))
 	}
-	return st.judge(c, s, f, detail, taken), nil
+	return st.judge(c, s, f, taken), nil
 }
 
 // register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.
