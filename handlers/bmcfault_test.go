@@ -98,8 +98,8 @@ func TestFiveHostsFailingTogetherQuarantineNoMoreThanTheBurst(t *testing.T) {
 	createPR(t, srv, provisioningRequest("burst-1", "burst", tmplOK, onePR("burst-1", "burst")))
 	eventually(t, 60*time.Second, func() bool { return anyContains(c.said("burst-1"), v1alpha1.QuarantinesHeld) },
 		"the request never said the quarantines are held: %v", c.said("burst-1"))
-	q := inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed)
-	assert.Len(t, q, 3, "BMC_FAULT_BURST hosts quarantined, no more")
+	eventually(t, 30*time.Second, func() bool { return len(inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed)) >= 3 },
+		"the hosts decided before the hold were never quarantined")
 	time.Sleep(time.Second) // passes go on (REQUEUE_INTERVAL 300ms): still no more
 	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed), 3, "still BMC_FAULT_BURST")
 	u, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Namespace("default").Get(context.Background(), "burst-1", metav1.GetOptions{})
@@ -132,7 +132,9 @@ func TestARequestReplacesAtMostMaxReplacementsHosts(t *testing.T) {
 	createPR(t, srv, provisioningRequest("bound-1", "bound", tmplOK, onePR("bound-1", "bound")))
 	eventually(t, 60*time.Second, func() bool { return anyContains(c.said("bound-1"), "(BMC_MAX_REPLACEMENTS)") },
 		"the request never said it reached its bound: %v", c.said("bound-1"))
-	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed), 2)
+	eventually(t, 30*time.Second, func() bool { return len(inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed)) >= 2 }, "two replaced")
+	time.Sleep(time.Second)
+	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed), 2, "no more than BMC_MAX_REPLACEMENTS")
 }
 
 // A blip: the BMC does not answer for a while, Metal3 retries (errorCount grows) and then registers it:
@@ -190,7 +192,7 @@ func TestAPersistentBMCFaultQuarantinesAfterGraceAndErrorCount(t *testing.T) {
 	d, _ := inv.sim.Device(bad)
 	last := d.Changelog[len(d.Changelog)-1]
 	assert.Contains(t, last, "Metal3 could not register it for ")
-	assert.Contains(t, last, "Redfish connection failed")
+	assert.Contains(t, last, "Failed to get power state") // NetBox's changelog keeps 200 characters
 	assert.NotContains(t, last, "10.0.0.9", "no BMC address")
 	assert.True(t, anyContains(c.said("persist-1"), "quarantined if it lasts 1s and errorCount reaches 3"), "it waited first: %v", c.said("persist-1"))
 	assert.EqualValues(t, 1, nested(done, "status", "extensions", "hostReplacements"))

@@ -119,7 +119,11 @@ func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken in
 	if f.cause == causeAuth {
 		persistent = f.count >= authErrorCount
 	}
-	if !persistent {
+	switch {
+	case !persistent && f.cause == causeAuth:
+		return verdict{why: fmt.Sprintf("%s (errorCount %d, since %s; quarantined if Metal3's retry is refused too)",
+			detail, f.count, since.UTC().Format(time.RFC3339))}
+	case !persistent:
 		return verdict{why: fmt.Sprintf("%s (errorCount %d, since %s; quarantined if it lasts %s and errorCount reaches %d)",
 			detail, f.count, since.UTC().Format(time.RFC3339), p.Grace, p.ErrorCount)}
 	}
