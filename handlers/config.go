@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 )
 
 // Config is the chain's configuration, read from the Python image's environment with its defaults.
@@ -37,6 +39,9 @@ type Config struct {
 	// Selector restricts the operator to requests matching a label selector (PROVISIONING_REQUEST_SELECTOR),
 	// to shard requests across operators; empty handles all.
 	Selector string
+	// BMCFaults and BMCAddresses: when a BMC fault quarantines a host, where credentials may go (bmcconfig.go).
+	BMCFaults    hosts.FaultPolicy
+	BMCAddresses hosts.AddressPolicy
 }
 
 // ConfigFromEnv reads the environment. A bad value is one clear line naming the variable.
@@ -64,6 +69,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	// RENDER_SETTLE (a time after which Porch's Ready was believed for a rewritten spec) is accepted, so a
 	// Deployment that sets it still starts, and ignored: only Porch's published revision counts (porch.go).
+	if err := bmcFromEnv(getenv, &cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.Selector != "" {
 		if _, err := labels.Parse(cfg.Selector); err != nil {
 			return cfg, fmt.Errorf("PROVISIONING_REQUEST_SELECTOR %q is not a label selector: %v", cfg.Selector, err)

@@ -73,9 +73,13 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
+		testWorld = w
 		return w.Stop, nil
 	})))
 }
+
+// testWorld is the simulated world every test shares (its BMC faults are keyed by BMC address).
+var testWorld *world.World
 
 type chain struct {
 	op     *framework.Operator

@@ -59,6 +59,7 @@ func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 	return hosts.Config{
 		Metal3Namespace: cfg.Metal3Namespace, CredentialsNamespace: cfg.CredentialsNamespace,
 		OwnerAnnotation: AnnotationRequestUID, UIDIndex: IndexUID, OCloudID: oCloud, Requeue: cfg.Requeue,
+		Faults: cfg.BMCFaults, BMC: cfg.BMCAddresses,
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 // The model-based test: seeded random sequences of what users, GitOps tools and the infrastructure do to
@@ -109,8 +110,8 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"changes in flight and after (count up/down, role removed, hosts replaced or removed, template changed), "+
 		"label and annotation edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), "+
 		"NetBox down (503 to everything, the operator restarted into it half the time), hosts whose BMC refuses "+
-		"their credentials joining the pool, inventory off and on. After every step: every active device owned "+
-		"by us is recorded by an existing request and vice versa; the inventory the NBI serves (the view hosts "+
+		"their credentials or never answers joining the pool (BMC fault bursts), inventory off and on. After every step: every active device owned "+
+		"by us is recorded by an existing request and vice versa; never more than BMC_FAULT_BURST hosts quarantined for BMC faults at once; the inventory the NBI serves (the view hosts "+
 		"are chosen from) names for every pool host the holder NetBox names, once the host's last change is older "+
 		"than the view's bound; no device held twice; no BareMetalHost or BMC "+
 		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
@@ -214,7 +215,8 @@ type model struct {
 	invOn   bool
 	outage  bool // NetBox answers 503 to everything (SetOutage)
 	hosts   []int32
-	refused []int32  // pool hosts added later whose BMC refuses their credentials (world: BadCredentialsUser)
+	refused []int32  // pool hosts added later whose BMC refuses their credentials or never answers (BMC faults)
+	bmcBase int      // refused hosts quarantined, or about to be, when the operator last started
 	names   []string // requests created and not yet seen gone
 	next    int
 	steps   int
@@ -257,6 +259,7 @@ func (m *model) config(c *Config) {
 	m.inv.namespaces(c)
 	c.CreationTimeout = 8 * time.Second
 	c.Requeue = 300 * time.Millisecond
+	c.BMCFaults.Grace, c.BMCFaults.ErrorCount = 300*time.Millisecond, 2
 }
 
 func (m *model) start() {
@@ -269,7 +272,28 @@ func (m *model) start() {
 
 func (m *model) restart() {
 	m.chain.stop(m.t)
+	// The burst guard is per process: count from what the last one quarantined or decided to.
+	m.bmcBase = m.bmcQuarantined()
+	for _, u := range m.requests() {
+		slots, _ := hosts.ReadSlots(u)
+		for _, sl := range slots {
+			if sl.Refused != "" && sl.Phase != hosts.PhaseReleased {
+				m.bmcBase++
+			}
+		}
+	}
 	m.start()
+}
+
+// bmcQuarantined counts the refused hosts NetBox has failed.
+func (m *model) bmcQuarantined() int {
+	n := 0
+	for _, id := range m.refused {
+		if d, _ := m.inv.sim.Device(id); d.Status == "failed" {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *model) run(steps int) {
@@ -438,9 +462,20 @@ func (m *model) setHosts(name string, hosts []any) {
 }
 
 func (m *model) fault() string {
-	switch m.rng.Intn(6) {
+	switch m.rng.Intn(7) {
+	case 6:
+		if len(m.refused) >= 5 {
+			return m.fault()
+		}
+		// A BMC fault burst: two workers whose BMC never answers join the pool.
+		for j := 0; j < 2; j++ {
+			name := fmt.Sprintf("%s-u%d", m.label, len(m.refused))
+			testWorld.SetBMCFault(bmcAddr(name), world.BMCUnreachable)
+			m.refused = append(m.refused, m.inv.addHost(m.t, m.srv, name, modelWorkerCores, "admin"))
+		}
+		return "bmc-burst"
 	case 5:
-		if len(m.refused) >= 3 {
+		if len(m.refused) >= 5 {
 			return m.fault()
 		}
 		// A worker whose BMC refuses its credentials joins the pool: whoever claims it must quarantine it
@@ -517,6 +552,11 @@ func (m *model) check(where string) {
 	m.checks++
 	fail := func(format string, args ...any) {
 		t.Errorf("seed %d, %s: "+format, append([]any{m.seed, where}, args...)...)
+	}
+
+	// Never more BMC-fault quarantines than BMC_FAULT_BURST at once (the window outlasts a sequence).
+	if n := m.bmcQuarantined() - m.bmcBase; n > hosts.DefaultFaultPolicy.Burst {
+		fail("%d hosts quarantined for BMC faults at once, more than BMC_FAULT_BURST %d", n, hosts.DefaultFaultPolicy.Burst)
 	}
 
 	// The operator process never dies.
@@ -741,7 +781,8 @@ func (m *model) drain() {
 			t.Errorf("seed %d: refused host %s left owned by %v", m.seed, netbox.Identity(id), d.Custom["o2ims_request_uid"])
 		case d.Status == "failed":
 			quarantined++
-			if len(d.Changelog) == 0 || !strings.Contains(d.Changelog[len(d.Changelog)-1], "credentials-refused") {
+			if len(d.Changelog) == 0 || !strings.Contains(d.Changelog[len(d.Changelog)-1], "credentials-refused") &&
+				!strings.Contains(d.Changelog[len(d.Changelog)-1], "registration-failed") {
 				t.Errorf("seed %d: refused host %s failed without its reason: %v", m.seed, netbox.Identity(id), d.Changelog)
 			}
 		case d.Status != "staged":

@@ -66,25 +66,9 @@ func bmcAddressProblem(addr string, notText bool) string {
 	if addr != strings.TrimSpace(addr) || strings.ContainsAny(addr, " \t\r\n") {
 		return "BMC address contains whitespace"
 	}
-	u, err := url.Parse(addr)
-	if err != nil {
-		if strings.Contains(addr, ":") {
-			if _, _, err2 := net.SplitHostPort(addr); err2 != nil {
-				return "BMC address cannot be parsed"
-			}
-		}
-		u = &url.URL{Scheme: "ipmi", Host: addr}
-	} else {
-		if u.Opaque != "" {
-			if u, err = url.Parse(strings.Replace(addr, ":", "://", 1)); err != nil {
-				return "BMC address cannot be parsed"
-			}
-		}
-		if u.Scheme == "" && u.Hostname() == "" {
-			if u, err = url.Parse("ipmi://" + addr); err != nil {
-				return "BMC address cannot be parsed"
-			}
-		}
+	u, msg := parseBMCAddress(addr)
+	if msg != "" {
+		return msg
 	}
 	if !knownBMCScheme(u.Scheme) {
 		return "BMC address type " + strconv.Quote(quote.Truncate(u.Scheme, 40)) + " is not supported by Metal3"
@@ -107,6 +91,42 @@ func bmcAddressProblem(addr string, notText bool) string {
 		return "BMC address port is invalid"
 	}
 	return ""
+}
+
+// parseBMCAddress parses a BMC address as Metal3 does (a bare host[:port] means IPMI; "host:port"
+// without "//" is reparsed as a URL).
+func parseBMCAddress(addr string) (*url.URL, string) {
+	u, err := url.Parse(addr)
+	if err != nil {
+		if strings.Contains(addr, ":") {
+			if _, _, err2 := net.SplitHostPort(addr); err2 != nil {
+				return nil, "BMC address cannot be parsed"
+			}
+		}
+		u = &url.URL{Scheme: "ipmi", Host: addr}
+	} else {
+		if u.Opaque != "" {
+			if u, err = url.Parse(strings.Replace(addr, ":", "://", 1)); err != nil {
+				return nil, "BMC address cannot be parsed"
+			}
+		}
+		if u.Scheme == "" && u.Hostname() == "" {
+			if u, err = url.Parse("ipmi://" + addr); err != nil {
+				return nil, "BMC address cannot be parsed"
+			}
+		}
+	}
+	return u, ""
+}
+
+// BMCEndpoint is the scheme and host Metal3 would connect to for a BMC address BMCDataProblem accepts
+// (ok false for any other).
+func BMCEndpoint(addr string) (scheme, host string, ok bool) {
+	if bmcAddressProblem(addr, false) != "" {
+		return "", "", false
+	}
+	u, _ := parseBMCAddress(addr)
+	return strings.ToLower(u.Scheme), u.Hostname(), true
 }
 
 func bootMACProblem(mac string, notText bool) string {

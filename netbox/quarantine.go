@@ -21,11 +21,18 @@ const (
 	// ReasonCredentialsRefused: the BMC refused the credentials Metal3 registered the claimed host with
 	// (QuarantineClaimed).
 	ReasonCredentialsRefused QuarantineReason = "credentials-refused"
+	// ReasonRegistrationFailed: Metal3 could not register the claimed host for longer than the grace
+	// period and errorCount allow (no answer from its BMC, or a cause Metal3's message does not name).
+	ReasonRegistrationFailed QuarantineReason = "registration-failed"
+	// ReasonBMCAddressNotAllowed: the BMC address is outside BMC_ALLOW_CIDRS / BMC_ALLOWED_SCHEMES; the
+	// credentials were never sent to it.
+	ReasonBMCAddressNotAllowed QuarantineReason = "bmc-address-not-allowed"
 )
 
 var allQuarantineReasons = []QuarantineReason{
 	ReasonCredentialsMissing, ReasonCredentialsAmbiguous, ReasonCredentialsInvalid,
 	ReasonBMCAddressInvalid, ReasonBootMACInvalid, ReasonCredentialsRefused,
+	ReasonRegistrationFailed, ReasonBMCAddressNotAllowed,
 }
 
 // Valid reports whether r is one of the defined reasons.
@@ -84,7 +91,7 @@ const (
 
 // QuarantineClaimed sets a device requestUID owns to status failed and clears the owner with one
 // conditional PATCH and a sanitized changelog_message, for a defect found after the claim (the BMC
-// refused the credentials). It is one write, never a release followed by a quarantine: in between,
+// refused the credentials, or could not be registered for long enough). It is one write, never a release followed by a quarantine: in between,
 // another request could claim the defective device. A 412 re-reads and re-checks (bounded); a device no
 // longer ours is left alone. Timeout/5xx: error with MayHaveLanded, not replayed; the next call re-reads.
 func (c *Client) QuarantineClaimed(ctx context.Context, id int32, requestUID string, reason QuarantineReason, message string) (QuarantineResult, error) {

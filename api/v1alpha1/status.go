@@ -19,6 +19,10 @@ var States = []string{StateProgressing, StateFulfilled, StateFailed, StateDeleti
 // pool-exhausted gauge (handlers/metrics.go) and the PoolExhausted alarm (nbi/alarms), so one wording.
 const WaitingForFreeHosts = "waiting for free hosts"
 
+// QuarantinesHeld is the phrase of a progressing request's message while BMC-fault quarantines are held
+// because several hosts fail together: written by the hosts step, read by the BMCFaultBurst alarm.
+const QuarantinesHeld = "quarantines held"
+
 // Status field names: status.provisioningStatus.{provisioningState,provisioningMessage,provisioningUpdateTime},
 // status.provisionedResourceSet.{oCloudNodeClusterId,oCloudInfrastructureResourceIds} and status.extensions.
 const (

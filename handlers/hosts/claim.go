@@ -136,70 +136,79 @@ func idsInUse(slots []Slot) map[int32]bool {
 	return out
 }
 
-// claimCandidates claims the candidates recorded by an earlier pass (the record landed first; now the claim).
-func (st *Step) claimCandidates(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) error {
+// claimCandidates claims the candidates recorded by an earlier pass (the record landed first; now the
+// claim); held says why a candidate the BMC address policy refuses is kept unquarantined (bmcfault.go).
+func (st *Step) claimCandidates(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) (held string, err error) {
 	uid := string(c.Object.GetUID())
 	for i := range slots {
 		s := &slots[i]
 		if s.Surplus || s.Phase != PhaseCandidate {
 			continue
 		}
-		if err := st.claim(ctx, c, s, uid, cluster); err != nil {
-			return err
+		h, err := st.claim(ctx, c, s, uid, cluster)
+		if err != nil {
+			return "", err
+		}
+		if h != "" {
+			held = h
 		}
 	}
-	return nil
+	return held, nil
 }
 
 // claim takes one recorded candidate: read it with its ETag, check it is still free, resolve its BMC
-// credentials, quarantine it on a deterministic defect, else claim it conditionally and register it.
-func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, cluster string) error {
+// credentials, quarantine it on a deterministic defect or a BMC address the policy refuses, else claim it
+// conditionally and register it.
+func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, cluster string) (string, error) {
 	id, err := netbox.ParseIdentity(s.ID)
 	if err != nil {
 		s.forget()
-		return nil
+		return "", nil
 	}
 	dev, err := st.nb.GetDevice(ctx, id)
 	if netbox.IsKind(err, netbox.KindNotFound) {
 		s.forget()
-		return nil
+		return "", nil
 	}
 	if err != nil {
-		return inventoryError(err)
+		return "", inventoryError(err)
 	}
 	if dev.Status == netbox.StatusActive && dev.OwnedBy(uid) {
 		// Our claim landed though its answer did not: resume it.
 		s.claimed()
-		return st.register(ctx, c, s, dev, cluster, nil)
+		return "", st.register(ctx, c, s, dev, cluster, nil)
 	}
 	// Free, or staged with our uid still on it (an admin's half-reset): ours to take, never forgotten with
 	// our uid on it (no other request could ever claim it then).
 	if !dev.ClaimableBy(uid) {
 		c.Logger.Info("candidate taken by another request; choosing again", zap.String("host", s.ID))
 		s.forget()
-		return nil
+		return "", nil
 	}
 	if reason, msg, bad := dev.BMCDataProblem(); bad {
-		return st.setAside(ctx, c, s, dev, uid, defect{reason, msg})
+		return "", st.setAside(ctx, c, s, dev, uid, defect{reason, msg})
+	}
+	if why := st.cfg.BMC.refusal(dev.BMCAddress); why != "" {
+		return st.refuseAddress(ctx, c, s, dev, uid, why)
 	}
 	creds, err := resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	if errors.As(err, &problem) {
-		return st.setAside(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
+		return "", st.setAside(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	res, err := st.nb.Claim(ctx, dev, uid)
 	if err != nil {
 		// A lost answer keeps the candidate: the next pass reads whether the claim landed. Never replayed.
-		return inventoryError(err)
+		return "", inventoryError(err)
 	}
 	if res == netbox.RaceLost {
 		s.forget()
-		return nil
+		return "", nil
 	}
 	s.claimed()
 	c.Normal(EventHostClaimed, fmt.Sprintf("Claimed host %s (role %s)", s.ID, s.Role))
-	return st.register(ctx, c, s, dev, cluster, creds)
+	return "", st.register(ctx, c, s, dev, cluster, creds)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -56,44 +57,90 @@ type registration struct {
 	claimed, available int
 	waiting            []string // "netbox-<id>: what it waits for", one per host not available yet
 	refused            []string // "netbox-<id> (why)", one per host set aside in this pass
+	held               string   // why BMC-fault quarantines are held (bmcfault.go), "" when they are not
 }
 
 // registerClaimed registers the claimed hosts with Metal3 and looks at their state.
 func (st *Step) registerClaimed(ctx context.Context, c *framework.Cause, slots []Slot, cluster string) (registration, error) {
 	var r registration
+	taken := replacements(c.Object)
+	before := taken
 	for i := range slots {
 		s := &slots[i]
 		if s.Surplus || s.Phase != PhaseClaimed {
 			continue
 		}
 		r.claimed++
-		ready, detail, refused, err := st.registered(ctx, c, s, cluster)
+		ready, detail, fault, err := st.registered(ctx, c, s, cluster)
 		if err != nil {
 			return registration{}, err
 		}
-		if refused {
-			why := "Metal3 could not register it with its BMC credentials: " + detail
-			// The BMC refused the credentials: the host is set aside, its position chosen again. The
-			// record lands first; the next passes remove our Metal3 objects (checkpoint) and quarantine
-			// the device (releaseSlots).
-			s.Surplus, s.Refused = true, why
-			c.Logger.Info("the BMC refused the claimed host's credentials; quarantining it and choosing another",
-				zap.String("host", s.ID), zap.String("why", why))
-			r.claimed--
-			r.refused = append(r.refused, fmt.Sprintf("%s (%s)", s.ID, why))
+		if !fault.failing {
+			s.FaultSince = ""
+			if ready {
+				r.available++
+			} else {
+				r.waiting = append(r.waiting, s.ID+": "+detail)
+			}
 			continue
 		}
-		if ready {
-			r.available++
-		} else {
-			r.waiting = append(r.waiting, s.ID+": "+detail)
+		fault.detail = detail
+		v, err := st.onRegistrationError(ctx, c, s, fault, cluster, taken)
+		if err != nil {
+			return registration{}, err
 		}
+		if !v.quarantine {
+			r.waiting = append(r.waiting, s.ID+": "+v.why)
+			if v.held != "" {
+				r.held = v.held
+			}
+			continue
+		}
+		// Set aside: its position is chosen again. The record lands first; the next passes remove our
+		// Metal3 objects (checkpoint) and quarantine the device (releaseSlots).
+		s.Surplus, s.Refused, s.RefusedReason, s.FaultSince = true, v.why, string(v.reason), ""
+		taken++
+		c.Logger.Info("the claimed host cannot be registered; quarantining it and choosing another",
+			zap.String("host", s.ID), zap.String("reason", string(v.reason)), zap.String("why", v.why))
+		r.claimed--
+		r.refused = append(r.refused, fmt.Sprintf("%s (%s)", s.ID, v.why))
+	}
+	if taken != before {
+		c.Patch.SetStatus(taken, v1alpha1.FieldExtensions, extensionsReplacements)
 	}
 	return r, nil
 }
 
+// onRegistrationError judges a claimed host Metal3 cannot register: at once when our credentials
+// Secret for it is gone or empty (certain: a live read), a fresh BMC Secret when Metal3 says ours is
+// missing, else by the fault policy (bmcfault.go). The request's replacement bound holds for all.
+func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *Slot, f registrationFault, cluster string, taken int64) (verdict, error) {
+	id, _ := netbox.ParseIdentity(s.ID)
+	detail := f.detail
+	creds, err := resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, id)
+	var problem *credentialsProblem
+	switch {
+	case errors.As(err, &problem):
+		if taken >= int64(st.cfg.Faults.MaxReplacements) {
+			return verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
+				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}, nil
+		}
+		return verdict{quarantine: true, reason: problem.reason, why: "its credentials Secret: " + problem.message}, nil
+	case err != nil:
+		return verdict{}, err
+	case f.cause == causeOurSecret:
+		// Our copy is gone or incomplete (someone deleted it): made again, never the host's fault.
+		return verdict{why: detail + "; its BMC Secret is made again"}, hostStepError(s, st.ensureBMCSecret(ctx, c, id, creds, cluster))
+	}
+	return st.judge(c, s, f, taken), nil
+}
+
 // register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.
+// Nothing is created for a BMC address the policy refuses (bmcpolicy.go).
 func (st *Step) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
+	if st.cfg.BMC.refusal(dev.BMCAddress) != "" {
+		return nil // never sent there; registered() says why while the host waits
+	}
 	if creds == nil {
 		var err error
 		if creds, err = resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, dev.ID); err != nil {
@@ -106,29 +153,33 @@ func (st *Step) register(ctx context.Context, c *framework.Cause, s *Slot, dev *
 	return hostStepError(s, st.ensureBareMetalHost(ctx, c, *s, dev, cluster))
 }
 
-// registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing; refused:
-// Metal3 reports that the BMC refused the credentials (credentialsRefused).
-func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (ready bool, detail string, refused bool, err error) {
+// registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing (unless
+// the BMC address policy refuses its address now); fault: what Metal3 reports of a failed registration.
+func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, cluster string) (ready bool, detail string, fault registrationFault, err error) {
 	id, _ := netbox.ParseIdentity(s.ID)
 	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
-		return false, "", false, err
+		return false, "", fault, err
 	}
 	if !found {
 		dev, err := st.nb.GetDevice(ctx, id)
 		if err != nil {
-			return false, "", false, inventoryError(err)
+			return false, "", fault, inventoryError(err)
 		}
-		return false, "registering with Metal3", false, st.register(ctx, c, s, dev, cluster, nil)
+		if why := st.cfg.BMC.refusal(dev.BMCAddress); why != "" {
+			// Its address changed since the claim: its credentials are not sent there.
+			return false, "not registered: " + why, fault, nil
+		}
+		return false, "registering with Metal3", fault, st.register(ctx, c, s, dev, cluster, nil)
 	}
 	if !st.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
-		return false, "", false, hostStepError(s, &notOursError{"BareMetalHost", st.cfg.Metal3Namespace + "/" + bmh.GetName()})
+		return false, "", fault, hostStepError(s, &notOursError{"BareMetalHost", st.cfg.Metal3Namespace + "/" + bmh.GetName()})
 	}
 	if consumerOf(bmh).taken() {
-		return true, "", false, nil // a machine has it: never set aside (consumer.go)
+		return true, "", registrationFault{}, nil // a machine has it: never set aside (consumer.go)
 	}
 	ready, detail = hostReady(bmh)
-	return ready, detail, credentialsRefused(bmh), nil
+	return ready, detail, registrationFaultOf(bmh), nil
 }
 
 // ensureBMCSecret creates the Metal3 BMC Secret from the credentials (a live read first: Secrets are not
@@ -235,9 +286,9 @@ const (
 	registrationError = "registration error"
 )
 
-// credentialsRefused: Metal3 could not register the host with its BMC credentials. The host cannot become
-// available with them, so it is quarantined and replaced (registerClaimed).
-func credentialsRefused(bmh *unstructured.Unstructured) bool {
+// inRegistrationError: Metal3 could not register the host (bmcerrors.go tells the causes apart;
+// bmcfault.go decides whether that quarantines it).
+func inRegistrationError(bmh *unstructured.Unstructured) bool {
 	op, _, _ := unstructured.NestedString(bmh.Object, "status", "operationalStatus")
 	errType, _, _ := unstructured.NestedString(bmh.Object, "status", "errorType")
 	return op == operationalError && errType == registrationError

@@ -44,6 +44,6 @@ func TestCredentialsRefusedIsMetal3sRegistrationError(t *testing.T) {
 			"operationalStatus": tc.op, "errorType": tc.errType, "errorMessage": "x",
 			"provisioning": map[string]any{"state": "registering"},
 		}}}
-		assert.Equal(t, tc.want, credentialsRefused(bmh), "%q/%q", tc.op, tc.errType)
+		assert.Equal(t, tc.want, inRegistrationError(bmh), "%q/%q", tc.op, tc.errType)
 	}
 }

@@ -50,17 +50,36 @@ func (st *Step) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev
 	return nil
 }
 
-// quarantineClaimed sets a claimed host whose BMC refused the credentials failed in NetBox, our uid
-// cleared, once our Metal3 objects are confirmed gone (the checkpoint): the last step of its release.
-// The event is posted only when this call committed it.
+// quarantineClaimed sets a claimed host set aside for a BMC fault (Slot.Refused) failed in NetBox, our
+// uid cleared, once our Metal3 objects are confirmed gone (the checkpoint): the last step of its
+// release. The event is posted only when this call committed it.
 func (st *Step) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Slot, id int32, uid string) error {
-	res, err := st.nb.QuarantineClaimed(ctx, id, uid, netbox.ReasonCredentialsRefused, s.Refused)
+	reason := netbox.QuarantineReason(s.RefusedReason)
+	if !reason.Valid() {
+		reason = netbox.ReasonCredentialsRefused // recorded before the reason was
+	}
+	res, err := st.nb.QuarantineClaimed(ctx, id, uid, reason, s.Refused)
 	if err != nil {
 		return inventoryError(err)
 	}
 	s.Phase = PhaseReleased
 	if res == netbox.Quarantined {
-		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; another one takes its place", s.ID, netbox.ReasonCredentialsRefused, s.Refused))
+		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; another one takes its place", s.ID, reason, s.Refused))
 	}
 	return nil
+}
+
+// refuseAddress sets aside a candidate whose BMC address the policy refuses, like a data defect
+// (bmc-address-not-allowed): its credentials are never read nor sent. It counts toward the burst guard:
+// when several are refused together the policy is likelier wrong than the devices, so it waits
+// unquarantined, and held says why.
+func (st *Step) refuseAddress(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid, why string) (held string, err error) {
+	d := defect{netbox.ReasonBMCAddressNotAllowed, why}
+	if dev.OwnedBy(uid) {
+		return "", st.setAside(ctx, c, s, dev, uid, d) // our uid cleared only
+	}
+	if ok, together := st.guard.admit(c.Now, 1, st.cfg.Faults); !ok {
+		return heldMessage(together, st.cfg.Faults) + "; " + s.ID + ": " + why, nil
+	}
+	return "", st.setAside(ctx, c, s, dev, uid, d)
 }

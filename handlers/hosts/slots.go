@@ -40,10 +40,16 @@ type Slot struct {
 	ID      string `json:"id,omitempty"`
 	Phase   Phase  `json:"phase,omitempty"`
 	Surplus bool   `json:"surplus,omitempty"`
-	// Refused says why Metal3 could not register the claimed host (its BMC refused the credentials;
-	// sanitised, one line): the host is surplus, released with the checkpoints of a deletion but set
+	// Refused says why Metal3 could not register the claimed host (a BMC fault judged persistent by
+	// bmcfault.go, or its credentials Secret gone; sanitised, one line): the host is surplus, released with the checkpoints of a deletion but set
 	// failed in NetBox instead of staged, and its position gets another host.
 	Refused string `json:"refused,omitempty"`
+	// RefusedReason is the NetBox quarantine reason of Refused ("" before it was recorded: the BMC
+	// refused the credentials, credentials-refused).
+	RefusedReason string `json:"refusedReason,omitempty"`
+	// FaultSince is when the operator first saw Metal3's registration error on the claimed host (RFC
+	// 3339, UTC), dropped once the error clears: the grace period survives a restart (bmcfault.go).
+	FaultSince string `json:"faultSince,omitempty"`
 	// WaitingSince is when the position began to wait for a free host (RFC 3339, UTC), kept while it is
 	// a candidate (a race lost keeps its place in the line) and dropped once claimed: the allocator's
 	// order survives a restart, and the status says since when.

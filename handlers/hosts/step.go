@@ -50,6 +50,10 @@ type Config struct {
 	// Requeue is the chain's safety-net interval (REQUEUE_INTERVAL): a waiting request asks again at
 	// least this often, so the allocator forgets one silent for a few of them.
 	Requeue time.Duration
+	// Faults is when a BMC fault quarantines a host (bmcfault.go); BMC where credentials may be sent
+	// (bmcpolicy.go).
+	Faults FaultPolicy
+	BMC    AddressPolicy
 }
 
 // Event reasons of the host step. Created, Deleted and Failed are the words the chain uses for any object.
@@ -72,6 +76,7 @@ type Step struct {
 	cache  *framework.Cache     // the requests, for the gauges
 	gauges gauges
 	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
+	guard  faultGuard // BMC-fault quarantines of this process within the burst window
 }
 
 // New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
@@ -202,7 +207,8 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	}
 	slots = slices.DeleteFunc(slots, func(s Slot) bool { return s.Surplus && !s.holds() })
 
-	if err := st.claimCandidates(ctx, c, slots, req.ClusterName); err != nil {
+	held, err := st.claimCandidates(ctx, c, slots, req.ClusterName)
+	if err != nil {
 		return Ensured{}, err
 	}
 	chosen, err := st.choose(ctx, c, req, slots)
@@ -212,6 +218,9 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 	reg, err := st.registerClaimed(ctx, c, slots, req.ClusterName)
 	if err != nil {
 		return Ensured{}, err
+	}
+	if reg.held == "" {
+		reg.held = held
 	}
 	return summarise(slots, releasing, chosen, reg), nil
 }
@@ -236,6 +245,9 @@ func summarise(slots []Slot, releasing releaseProgress, chosen choice, reg regis
 	parts = append(parts, fmt.Sprintf("%d of %d hosts claimed", reg.claimed, total))
 	if n := len(releasing.pending); n > 0 {
 		parts = append(parts, fmt.Sprintf("releasing %d hosts no longer requested: %s", n, strings.Join(releasing.pending, "; ")))
+	}
+	if reg.held != "" {
+		parts = append(parts, reg.held)
 	}
 	if q := append(reg.refused, releasing.quarantining...); len(q) > 0 {
 		parts = append(parts, fmt.Sprintf("quarantining %d hosts and choosing others: %s", len(q), strings.Join(q, "; ")))

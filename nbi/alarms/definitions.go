@@ -72,14 +72,14 @@ type Definition struct {
 // The definitions: one table, the source of every dictionary, every alarm raised and the README's table
 // (TestTheAlarmTableIsTheREADMEs). Adding one is adding a row here and a fault in faults.go.
 var Definitions = []*Definition{
-	HostQuarantined, PoolExhausted, NetBoxUnreachable, RequestFailed, RequestStuck, AlertFiring,
+	HostQuarantined, PoolExhausted, NetBoxUnreachable, RequestFailed, RequestStuck, AlertFiring, BMCFaultBurst,
 }
 
 var (
 	HostQuarantined = &Definition{
 		Name: "HostQuarantined", Scope: ScopeResource, Severity: SeverityWarning, Clearing: Automatic,
-		Description: "The operator set this host to failed in NetBox because its BMC data or credentials are unusable (or its BMC refused them); it is out of the pool until someone repairs it.",
-		Repair:      "Fix the host's BMC credentials Secret, o2ims_bmc_address or o2ims_boot_mac, then set the device staged again in NetBox; the alarm clears when the inventory sees it staged (or out of the pool).",
+		Description: "The operator set this host to failed in NetBox because its BMC data or credentials are unusable, its BMC address is outside the BMC policy, or Metal3 could not register it for longer than the fault grace period; it is out of the pool until someone repairs it.",
+		Repair:      "Read the reason in the device's NetBox changelog (o2ims quarantine (<reason>): …) and fix that: the BMC credentials Secret, o2ims_bmc_address or o2ims_boot_mac, or the BMC itself (reachable from Metal3, accepting the credentials); then set the device staged again in NetBox (docs/runbook.md#o2imshostquarantined restores many at once); the alarm clears when the inventory sees it staged (or out of the pool).",
 		Cause:       "hostQuarantined", CauseText: "Unusable BMC data or credentials: the host was quarantined (NetBox status failed).",
 		Runbook: "o2imshostquarantined",
 	}
@@ -112,6 +112,15 @@ var (
 		Runbook: "o2imsprovisioningrequeststuck",
 	}
 )
+
+// BMCFaultBurst: several hosts failed their BMC together, so the operator stopped quarantining.
+var BMCFaultBurst = &Definition{
+	Name: "BMCFaultBurst", Scope: ScopeOCloud, Severity: SeverityMajor, Clearing: Automatic,
+	Description: "Several hosts failed their BMC together (Metal3 registration errors, or BMC addresses refused by the policy): more than BMC_FAULT_BURST within BMC_FAULT_BURST_WINDOW. A shared cause (the BMC network, Ironic, a shared credentials Secret, the BMC address policy) is likelier than that many broken BMCs, so the operator quarantines no more of them and the requests that need them wait.",
+	Repair:      "Find the shared cause: Ironic and the BMC network reachable from Metal3, the shared BMC credentials Secret, BMC_ALLOW_CIDRS / BMC_ALLOWED_SCHEMES. Once it is fixed Metal3 registers the hosts and the requests go on; the alarm clears when no request waits on held quarantines.",
+	Cause:       "bmcFaultBurst", CauseText: "More hosts failed their BMC within the burst window than BMC_FAULT_BURST allows to quarantine.",
+	Runbook: "o2imshostquarantined",
+}
 
 // AlertFiring is every alert Alertmanager posts to the webhook receiver (alerts.go): its severity is
 // the alert's severity label, its runbook the alert's runbook_url annotation.

@@ -76,7 +76,41 @@ func assess(oc inventory.Config, timeout time.Duration, facts Facts, now time.Ti
 			as.exhausted(oc, snap, reqs)
 		}
 	}
+	if err == nil {
+		as.known[BMCFaultBurst] = true
+		as.bmcBurst(oc, reqs)
+	}
 	return as
+}
+
+// bmcBurst: while requests wait on BMC-fault quarantines held by the burst guard (their message says
+// v1alpha1.QuarantinesHeld), one alarm on the O-Cloud naming them and the first one's reason.
+func (as *assessment) bmcBurst(oc inventory.Config, reqs []*unstructured.Unstructured) {
+	var held []string
+	reason := ""
+	for _, u := range reqs {
+		st := v1alpha1.StatusOf(u)
+		if u.GetDeletionTimestamp() != nil || st.State != v1alpha1.StateProgressing {
+			continue
+		}
+		if i := strings.Index(st.Message, v1alpha1.QuarantinesHeld); i >= 0 {
+			held = append(held, u.GetName())
+			if reason == "" {
+				reason, _, _ = strings.Cut(st.Message[i:], "; ")
+			}
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	slices.Sort(held)
+	listed := make([]any, 0, min(len(held), maxListed))
+	for _, n := range held[:min(len(held), maxListed)] {
+		listed = append(listed, n)
+	}
+	id := oc.OCloudID.String()
+	as.add(oc, Fault{Def: BMCFaultBurst, Subject: id, ResourceID: id, ResourceTypeID: EntityTypeID(oc, EntityInfrastructure),
+		Extensions: map[string]any{ExtWaiting: listed, ExtReason: quote.Truncate(reason, 300)}})
 }
 
 func (as *assessment) add(oc inventory.Config, f Fault) {

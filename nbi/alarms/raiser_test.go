@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 )
 
@@ -125,4 +127,33 @@ func TestRunRaisesOnlyWhileLeading(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	require.True(t, r.NeedLeaderElection())
+}
+
+// A request whose message says its BMC-fault quarantines are held (the hosts step's phrase) raises one
+// BMCFaultBurst on the O-Cloud with the reason; it clears when no request says so any more.
+func TestHeldQuarantinesRaiseBMCFaultBurstUntilNoRequestSaysIt(t *testing.T) {
+	now := time.Now()
+	held := failedRequest("held")
+	msg := "Hosts are being prepared: 1 of 1 hosts claimed; " + v1alpha1.QuarantinesHeld + ": 4 hosts failed their BMC within 1h0m0s (BMC_FAULT_BURST 3): a shared cause; waiting"
+	require.NoError(t, unstructured.SetNestedField(held.Object, map[string]any{"provisioningState": "progressing", "provisioningMessage": msg},
+		"status", "provisioningStatus"))
+	facts := &fakeFacts{reqs: []*unstructured.Unstructured{held}}
+	r, store := newTestRaiser(t, facts, &now)
+	ctx := context.Background()
+	require.NoError(t, r.Evaluate(ctx))
+	s, err := store.Load(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, s.ActiveOf(BMCFaultBurst))
+	for _, a := range s.Alarms {
+		if a.Definition() == BMCFaultBurst {
+			require.Equal(t, []any{"held"}, a.Extensions[ExtWaiting])
+			require.True(t, strings.HasPrefix(a.Extensions[ExtReason].(string), v1alpha1.QuarantinesHeld+": 4 hosts"), a.Extensions[ExtReason])
+		}
+	}
+	facts.reqs = nil
+	now = now.Add(time.Minute)
+	require.NoError(t, r.Evaluate(ctx))
+	s, err = store.Load(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 0, s.ActiveOf(BMCFaultBurst), "cleared")
 }

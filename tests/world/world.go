@@ -75,6 +75,9 @@ type Options struct {
 	RolloutDelay                             time.Duration
 	// BadCredentialsUser: a BMC Secret with this username makes Metal3 report a registration error.
 	BadCredentialsUser string
+	// RegistrationRetry is BMO's backoff after a first failed registration (its 1–2 minutes, scaled): the
+	// n-th failed attempt is retried RegistrationRetry·2^(n-1) later (default 100ms).
+	RegistrationRetry time.Duration
 }
 
 // World runs the simulated controllers until Stop.
@@ -88,6 +91,26 @@ type World struct {
 	wg              sync.WaitGroup
 	players         []*player
 	capm3           *capm3
+
+	faultMu sync.Mutex
+	faults  map[string]BMCFault // by BMC address
+}
+
+// SetBMCFault makes the BMC at address (a BareMetalHost's spec.bmc.address) answer with fault from now
+// on (BMCHealthy: answer again). Hosts registering with it fail or recover at their next attempt.
+func (w *World) SetBMCFault(address string, fault BMCFault) {
+	w.faultMu.Lock()
+	defer w.faultMu.Unlock()
+	if w.faults == nil {
+		w.faults = map[string]BMCFault{}
+	}
+	w.faults[address] = fault
+}
+
+func (w *World) faultAt(address string) BMCFault {
+	w.faultMu.Lock()
+	defer w.faultMu.Unlock()
+	return w.faults[address]
 }
 
 // Start runs Porch, CAPI and Metal3 players; a player whose resource is not served (no CRD) sits out.
@@ -103,6 +126,9 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.RegistrationRetry <= 0 {
+		opts.RegistrationRetry = 100 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	if opts.RolloutDelay == 0 {

@@ -1,0 +1,140 @@
+package hosts
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/netbox"
+)
+
+// FaultPolicy is when a BMC fault takes a host out of the pool. A claimed host Metal3 cannot register is
+// quarantined only when the fault persists — for Grace since the operator first saw it AND for
+// ErrorCount of Metal3's failed attempts — or sooner when its cause is surer: the BMC refused the
+// credentials (bmcerrors.go) and Metal3's retry was refused too, or our credentials Secret is gone or
+// empty (at once). When Burst hosts fail together, nothing more is quarantined (a shared cause is
+// likelier than that many broken BMCs) until fewer fail; and one request replaces at most
+// MaxReplacements hosts this way.
+//
+// The defaults outlast a top-of-rack switch reboot with margin: BMO retries a failed registration after
+// 1–2, then 2–4, then 4–8 minutes (calculateBackoff, 2^errorCount minutes jittered down by up to half),
+// so errorCount 3 is reached 3–6 minutes after the first failure and 15 minutes of grace covers a
+// switch reload (typically 5–10 minutes until its ports forward again) twice over. A fault that clears
+// meanwhile lets Metal3 register the host and nothing is quarantined.
+type FaultPolicy struct {
+	Grace           time.Duration // BMC_FAULT_GRACE
+	ErrorCount      int64         // BMC_FAULT_ERROR_COUNT
+	Burst           int           // BMC_FAULT_BURST
+	BurstWindow     time.Duration // BMC_FAULT_BURST_WINDOW
+	MaxReplacements int           // BMC_MAX_REPLACEMENTS
+}
+
+// DefaultFaultPolicy is FaultPolicy's defaults (the README's configuration table says the same).
+var DefaultFaultPolicy = FaultPolicy{Grace: 15 * time.Minute, ErrorCount: 3, Burst: 3, BurstWindow: time.Hour, MaxReplacements: 3}
+
+// authErrorCount is how many refusals of the credentials Metal3 must report before they are believed:
+// its retry (1–2 minutes after the first) refused too, so one refusal during a BMC's own restart does
+// not count.
+const authErrorCount = 2
+
+// faultGuard holds the BMC-fault quarantines of this process within the burst window: how many hosts
+// "fail together" is those plus our BareMetalHosts in a registration error now. In memory, like the
+// allocator: after a restart only the BareMetalHosts count until new quarantines are decided.
+type faultGuard struct {
+	mu     sync.Mutex
+	recent []time.Time
+}
+
+// admit decides one BMC-fault quarantine at now with failing hosts in a registration error (the one
+// judged included): allowed while the quarantines in the window plus failing stay within burst, and
+// then recorded. together is that sum, for the message.
+func (g *faultGuard) admit(now time.Time, failing int, p FaultPolicy) (ok bool, together int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.recent = slices.DeleteFunc(g.recent, func(t time.Time) bool { return now.Sub(t) >= p.BurstWindow })
+	together = len(g.recent) + failing
+	if together > p.Burst {
+		return false, together
+	}
+	g.recent = append(g.recent, now)
+	return true, together
+}
+
+// failingHosts counts our BareMetalHosts (every request's, from the cache) in a registration error and
+// not being deleted.
+func (st *Step) failingHosts(c *framework.Cause) int {
+	list, err := c.Cache.List(external.BareMetalHostGVR, st.cfg.Metal3Namespace)
+	if err != nil {
+		return st.cfg.Faults.Burst + 1 // cannot count: hold (a shared cause cannot be ruled out)
+	}
+	n := 0
+	for _, b := range list {
+		if b.GetLabels()[LabelManagedBy] == ManagedByValue && b.GetDeletionTimestamp() == nil && inRegistrationError(b) {
+			n++
+		}
+	}
+	return n
+}
+
+// extensionsReplacements counts, on the request, the hosts a BMC fault made it replace
+// (status.extensions.hostReplacements): the bound survives restarts.
+const extensionsReplacements = "hostReplacements"
+
+func replacements(u *unstructured.Unstructured) int64 {
+	n, _, _ := unstructured.NestedInt64(u.Object, v1alpha1.FieldStatus, v1alpha1.FieldExtensions, extensionsReplacements)
+	return n
+}
+
+// heldMessage says why BMC-fault quarantines are held (the BMCFaultBurst alarm reads the phrase).
+func heldMessage(together int, p FaultPolicy) string {
+	return fmt.Sprintf("%s: %d hosts failed their BMC within %s (BMC_FAULT_BURST %d): a shared cause (the BMC network, Ironic, "+
+		"a shared credentials Secret, the BMC address policy) is likelier than broken BMCs; waiting for it to clear",
+		v1alpha1.QuarantinesHeld, together, p.BurstWindow, p.Burst)
+}
+
+// verdict is the judgement of one claimed host in a registration error.
+type verdict struct {
+	quarantine bool
+	reason     netbox.QuarantineReason
+	why        string // the record's reason (quarantine) or what the host waits for
+	held       string // the burst hold, for the message ("" unless held by it)
+}
+
+// judge decides whether a registration error that is not certain quarantines the host now.
+func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken int64) verdict {
+	p, detail := st.cfg.Faults, f.detail
+	since, err := time.Parse(time.RFC3339, s.FaultSince)
+	if err != nil {
+		since = c.Now
+		s.FaultSince = c.Now.UTC().Format(time.RFC3339)
+	}
+	lasted := c.Now.Sub(since).Truncate(time.Second)
+	persistent := f.count >= p.ErrorCount && lasted >= p.Grace
+	if f.cause == causeAuth {
+		persistent = f.count >= authErrorCount
+	}
+	switch {
+	case !persistent && f.cause == causeAuth:
+		return verdict{why: fmt.Sprintf("%s (errorCount %d, since %s; quarantined if Metal3's retry is refused too)",
+			detail, f.count, since.UTC().Format(time.RFC3339))}
+	case !persistent:
+		return verdict{why: fmt.Sprintf("%s (errorCount %d, since %s; quarantined if it lasts %s and errorCount reaches %d)",
+			detail, f.count, since.UTC().Format(time.RFC3339), p.Grace, p.ErrorCount)}
+	}
+	if taken >= int64(p.MaxReplacements) {
+		return verdict{why: fmt.Sprintf("%s; not quarantined: this request replaced %d hosts already (BMC_MAX_REPLACEMENTS); waiting for Metal3 to register it", detail, taken)}
+	}
+	if ok, together := st.guard.admit(c.Now, st.failingHosts(c), p); !ok {
+		return verdict{why: detail, held: heldMessage(together, p)}
+	}
+	if f.cause == causeAuth {
+		return verdict{quarantine: true, reason: f.cause.reason(), why: "Metal3 could not register it with its BMC credentials: " + detail}
+	}
+	return verdict{quarantine: true, reason: f.cause.reason(), why: fmt.Sprintf("Metal3 could not register it for %s (errorCount %d): %s", lasted, f.count, detail)}
+}
