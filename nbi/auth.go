@@ -153,7 +153,8 @@ func (a *authenticator) authenticate(r *http.Request) (identity, [32]byte, error
 				a.refusals.Add(key, p, refusalTTL)
 			}
 			a.log.Debug("bearer token refused", zap.String("authenticator", m.name()), zap.Error(err))
-			return identity{}, key, err
+			// Counted under the authenticator that refused it.
+			return identity{Caller: caller.Caller{Authenticator: m.name()}}, key, err
 		}
 		ttl := reviewTTL
 		if !id.expires.IsZero() {

@@ -140,11 +140,22 @@ func (h *Hydra) ready() bool {
 // them, which on a busy machine takes longer than a relying party waits.
 func (h *Hydra) warm(t testing.TB) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Minute}
-	resp, err := c.Get(h.Public + "/.well-known/jwks.json")
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// Hydra's server may cut the first request off (its write timeout) while generation goes on: ask again.
+	c := &http.Client{Timeout: time.Minute}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		resp, err := c.Get(h.Public + "/.well-known/jwks.json")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hydra published no keys within 5 minutes (last: %v)", err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // Stop ends Hydra (an outage: its ports then refuse connections).

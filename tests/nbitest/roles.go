@@ -49,7 +49,10 @@ func ApplyO2IMSRoles(t testing.TB, kapi *kubeapi.Server) {
 	}
 	// The API server's authorizer sees new bindings a moment later: wait until each group is granted.
 	for _, r := range nbi.Roles() {
-		verb, path := r.Rules[0].Verbs[0], strings.TrimSuffix(r.Rules[0].Paths[0], "*")+"x"
+		verb, path := r.Rules[0].Verbs[0], r.Rules[0].Paths[0]
+		if p, ok := strings.CutSuffix(path, "*"); ok {
+			path = p + "x"
+		}
 		kubeapi.Eventually(t, 30*time.Second, func() bool {
 			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 				User: "roles-probe", Groups: []string{r.Name},
