@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -252,6 +253,9 @@ func (st *Step) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s S
 	}
 }
 
+// ipLiteral is an IPv4 or bracketed/colon-rich IPv6 literal in Metal3's text.
+var ipLiteral = regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}\b|\[?[0-9a-fA-F]{0,4}(:[0-9a-fA-F]{0,4}){2,7}\]?`)
+
 // maxMetal3Message bounds one host's Metal3 error in a status message (several may be listed).
 const maxMetal3Message = 300
 
@@ -267,7 +271,8 @@ func hostReady(bmh *unstructured.Unstructured) (bool, string) {
 		msg, _, _ := unstructured.NestedString(bmh.Object, "status", "errorMessage")
 		// Metal3's text is someone else's: it may quote the BMC address (with credentials) or a token, and
 		// span lines. It reaches the status as NetBox's errors do.
-		return false, netbox.SanitizeMessage(fmt.Sprintf("%s: %s", errType, msg), maxMetal3Message)
+		// Ironic quotes the BMC's host outside a URL too (urllib3's "host='10.0.0.9'"): any IP literal goes.
+		return false, netbox.SanitizeMessage(ipLiteral.ReplaceAllString(fmt.Sprintf("%s: %s", errType, msg), "[address]"), maxMetal3Message)
 	}
 	if state == "" {
 		state = "not registered yet"
