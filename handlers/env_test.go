@@ -38,6 +38,7 @@ var worldOptions = world.Options{
 	RenderDelay: 200 * time.Millisecond, ProvisionDelay: 400 * time.Millisecond,
 	PorchFinalizer: true, DeleteDelay: 200 * time.Millisecond,
 	RegisterDelay: 100 * time.Millisecond, InspectDelay: 100 * time.Millisecond, Metal3Finalizer: true,
+	ImageDelay:         100 * time.Millisecond,
 	BadCredentialsUser: "refused",
 	RenderFailure:      map[string]string{tmplRenderFails: "could not find upstream package revision"},
 	NeverRender:        map[string]bool{tmplNeverRenders: true},
@@ -53,15 +54,27 @@ func TestMain(m *testing.M) {
 				return nil, err
 			}
 		}
+		// CAPM3's Metal3Machines: a host a Machine consumes names one (consumed_test.go).
+		m3m, err := kubeapi.ReferenceCRD(kubeapi.Metal3MachineCRD)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.InstallCRDs(context.Background(), m3m); err != nil {
+			return nil, err
+		}
 		opts := worldOptions
 		opts.Dynamic = s.AdminDynamic()
 		w, err := world.Start(context.Background(), opts)
 		if err != nil {
 			return nil, err
 		}
+		testWorld = w
 		return w.Stop, nil
 	})))
 }
+
+// testWorld is the simulated world of every test here (TestMain): tests hand hosts to Machines with it.
+var testWorld *world.World
 
 type chain struct {
 	op     *framework.Operator
