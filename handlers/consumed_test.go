@@ -171,7 +171,7 @@ func TestUnsatisfiableRequestGivesBackItsHostsWhenItsBudgetIsSpent(t *testing.T)
 	h2 := netbox.Identity(inv.addHost(t, srv, "starve-2", 768, "admin"))
 	ch := startChain(t, srv, "starve", func(c *Config) {
 		inv.namespaces(c)
-		c.Requeue, c.CreationTimeout = 300*time.Millisecond, 10*time.Second
+		c.Requeue, c.CreationTimeout = 300*time.Millisecond, 14*time.Second
 	}, nil, inv.client)
 	big := createPR(t, srv, provisioningRequest("starve-big", "starve", tmplOK, hostsParams("edge-starve-big",
 		map[string]any{"role": "worker", "count": 3, "selector": map[string]any{"cpu_cores": 768}})))
@@ -180,16 +180,16 @@ func TestUnsatisfiableRequestGivesBackItsHostsWhenItsBudgetIsSpent(t *testing.T)
 		return len(hosts.Held(u)) == 2
 	}, "the big request never took both hosts")
 	// The small one comes half a budget later: it outlives the big one's budget by as much.
-	time.Sleep(time.Until(big.GetCreationTimestamp().Add(5 * time.Second)))
+	time.Sleep(time.Until(big.GetCreationTimestamp().Add(7 * time.Second)))
 	created := time.Now()
 	small := createPR(t, srv, provisioningRequest("starve-small", "starve", tmplOK, hostsParams("edge-starve-small",
 		map[string]any{"role": "worker", "count": 1, "selector": map[string]any{"cpu_cores": 768}})))
 
 	failedBig := waitState(t, srv, "starve-big", v1alpha1.StateFailed, 30*time.Second)
-	assert.Contains(t, v1alpha1.StatusOf(failedBig).Message, "timed out after 10s waiting for the hosts")
+	assert.Contains(t, v1alpha1.StatusOf(failedBig).Message, "timed out after 14s waiting for the hosts")
 	assert.Empty(t, hosts.Held(failedBig), "a failed request holds nothing")
 	done := waitState(t, srv, "starve-small", v1alpha1.StateFulfilled, 30*time.Second)
-	t.Logf("the later request was fulfilled %s after it was created (budget 10s)", time.Since(created).Round(time.Millisecond))
+	t.Logf("the later request was fulfilled %s after it was created (budget 14s)", time.Since(created).Round(time.Millisecond))
 	held := hosts.Held(done)
 	require.Len(t, held, 1)
 	for _, h := range []string{h1, h2} {
