@@ -47,6 +47,7 @@ var worldOptions = world.Options{
 	RenderDelay: 200 * time.Millisecond, ProvisionDelay: 400 * time.Millisecond,
 	PorchFinalizer: true, DeleteDelay: 200 * time.Millisecond,
 	RegisterDelay: 100 * time.Millisecond, InspectDelay: 100 * time.Millisecond, Metal3Finalizer: true,
+	ImageDelay:         100 * time.Millisecond,
 	BadCredentialsUser: "refused",
 	RenderFailure:      map[string]string{tmplRenderFails: "could not find upstream package revision"},
 	NeverRender:        map[string]bool{tmplNeverRenders: true},
@@ -67,6 +68,14 @@ func TestMain(m *testing.M) {
 				return nil, err
 			}
 		}
+		// CAPM3's Metal3Machines: a host a Machine consumes names one (consumed_test.go).
+		m3m, err := kubeapi.ReferenceCRD(kubeapi.Metal3MachineCRD)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.InstallCRDs(context.Background(), m3m); err != nil {
+			return nil, err
+		}
 		opts := worldOptions
 		opts.Dynamic = s.AdminDynamic()
 		w, err := world.Start(context.Background(), opts)
@@ -78,7 +87,8 @@ func TestMain(m *testing.M) {
 	})))
 }
 
-// testWorld is the simulated world every test shares (its BMC faults are keyed by BMC address).
+// testWorld is the simulated world every test shares: its BMC faults are keyed by BMC address, and tests
+// hand hosts to Machines with it.
 var testWorld *world.World
 
 type chain struct {

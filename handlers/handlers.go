@@ -41,6 +41,9 @@ type Hosts interface {
 	// Release moves the release one step on; done when every host is back in the pool and nothing of
 	// ours is left in Metal3.
 	Release(ctx context.Context, c *framework.Cause) (hosts.Released, error)
+	// GiveBack releases, for a request that ran out of budget waiting for hosts, every host no machine
+	// consumes; done when only hosts in use are left (named in the message).
+	GiveBack(ctx context.Context, c *framework.Cause) (hosts.Released, error)
 	// Related lists the resources whose changes should wake a request (BareMetalHosts).
 	Related() []hosts.Related
 	// ResourceIDs maps recorded host identities (netbox-<id>) to inventory resource ids; changed: any was.

@@ -104,6 +104,10 @@ var (
 			"`releasing N hosts no longer requested: …`, `quarantining N hosts and choosing others: netbox-<id> (why)`, " +
 			"`waiting for free hosts: N more for role R, since <time>`, `N of M available in Metal3`, `netbox-<id>: what it waits for`; " +
 			"or, while NetBox cannot be used, `NetBox unreachable since …; waiting`"}
+	msgHostsGivingBack = &message{"hosts-giving-back", progressing,
+		"Hosts are being prepared: the budget of {budget} is spent; giving back every host no machine uses: {progress}",
+		"`CREATION_TIMEOUT` ran out while the request waited for hosts: before it fails, it releases what it holds " +
+			"(`netbox-<id>: BareMetalHost being removed`, …); a host a Machine consumes stays with it"}
 	msgHostsRetrying = &message{"hosts-retrying", progressing,
 		"Hosts are being prepared; retrying after: {error}",
 		"a Kubernetes call of the hosts step failed in a way a retry can fix (the budget keeps running)"}
@@ -211,7 +215,7 @@ var (
 // messages is the table, in README's order.
 var messages = []*message{
 	msgRedriven, msgRedrivenAfterFailure, msgRedrivenDegraded,
-	msgHostsPreparing, msgHostsRetrying, msgHostsHeldWithoutInventory,
+	msgHostsPreparing, msgHostsGivingBack, msgHostsRetrying, msgHostsHeldWithoutInventory,
 	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingAwaitingRender, msgRenderingAwaitingApproval, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
 	msgRenderingCreateLost, msgRenderingUpdateRaced, msgRenderingRetrying,
 	msgClusterAbsent, msgClusterNotObserved, msgClusterRollingOut, msgClusterOngoing,

@@ -110,11 +110,11 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"changes in flight and after (count up/down, role removed, hosts replaced or removed, template changed), "+
 		"label and annotation edits, delete, operator restart, NetBox faults (503/500/502, lost PATCH answers), "+
 		"NetBox down (503 to everything, the operator restarted into it half the time), hosts whose BMC refuses "+
-		"their credentials or never answers joining the pool (BMC fault bursts), inventory off and on. After every step: every active device owned "+
+		"their credentials or never answers joining the pool (BMC fault bursts), CAPI Machines consuming claimed hosts and scaled away, inventory off and on. After every step: every active device owned "+
 		"by us is recorded by an existing request and vice versa; never more than BMC_FAULT_BURST hosts quarantined for BMC faults at once; the inventory the NBI serves (the view hosts "+
 		"are chosen from) names for every pool host the holder NetBox names, once the host's last change is older "+
 		"than the view's bound; no device held twice; no BareMetalHost or BMC "+
-		"Secret without a recorded claim; a fulfilled or failed request's status does not move and no budget "+
+		"Secret without a recorded claim; never a BareMetalHost a Machine consumes released; a fulfilled or failed request's status does not move and no budget "+
 		"restarts without a spec change; a fulfilled request's package variant renders its current template (after a "+
 		"change, on a Published revision Porch locked to it: never fulfilled on an unrendered spec; some changes "+
 		"go to a template whose drafts nobody publishes) and "+
@@ -217,6 +217,7 @@ type model struct {
 	hosts   []int32
 	refused []int32  // pool hosts added later whose BMC refuses their credentials or never answers (BMC faults)
 	bmcBase int      // refused hosts quarantined, or about to be, when the operator last started
+	machine []string // hosts a CAPI Machine consumes (world: ConsumeHost), until scaled down
 	names   []string // requests created and not yet seen gone
 	next    int
 	steps   int
@@ -462,7 +463,7 @@ func (m *model) setHosts(name string, hosts []any) {
 }
 
 func (m *model) fault() string {
-	switch m.rng.Intn(7) {
+	switch m.rng.Intn(8) {
 	case 6:
 		if len(m.refused) >= 5 {
 			return m.fault()
@@ -474,6 +475,8 @@ func (m *model) fault() string {
 			m.refused = append(m.refused, m.inv.addHost(m.t, m.srv, name, modelWorkerCores, "admin"))
 		}
 		return "bmc-burst"
+	case 7:
+		return m.machines()
 	case 5:
 		if len(m.refused) >= 5 {
 			return m.fault()
@@ -510,6 +513,30 @@ func (m *model) fault() string {
 		m.inv.sim.DropPatchAnswers(1)
 		return "fault-lost-answer"
 	}
+}
+
+// machines: a CAPI Machine consumes a claimed host (CAPM3 sets its consumerRef), or Cluster API scales one
+// away (deprovisioned, consumerRef cleared): scale-downs and deletes must wait for that.
+func (m *model) machines() string {
+	ctx := context.Background()
+	if len(m.machine) > 0 && m.rng.Intn(2) == 0 {
+		i := m.rng.Intn(len(m.machine))
+		require.NoError(m.t, testWorld.ScaleDown(ctx, m.inv.metal3NS, "machine-"+m.machine[i]))
+		m.machine = slices.Delete(m.machine, i, i+1)
+		return "capi-scale-down"
+	}
+	bmhs, _ := metal3Objects(m.t, m.srv, m.inv.metal3NS, "")
+	if len(bmhs) == 0 {
+		return "machine-none"
+	}
+	host := m.pick(bmhs)
+	taken, err := testWorld.ConsumeHost(ctx, m.inv.metal3NS, host, "machine-"+host, "edge-"+m.label)
+	require.NoError(m.t, err)
+	if !taken {
+		return "machine-none"
+	}
+	m.machine = append(m.machine, host)
+	return "machine-consumes"
 }
 
 // snapshot is one read of the requests.
@@ -642,6 +669,13 @@ func (m *model) check(where string) {
 			fail("BMC Secret %s (request %s) has no recorded claim", s.Name, uid)
 		}
 	}
+	// Never a consumed host released: a BareMetalHost a Machine consumes is not being deleted and its
+	// device stays active.
+	for _, b := range bmhs.Items {
+		if ref, _, _ := unstructured.NestedMap(b.Object, "spec", "consumerRef"); ref != nil && (b.GetDeletionTimestamp() != nil || byID[b.GetName()].Status != "active") {
+			fail("BareMetalHost %s is consumed by %v and being released (device %s)", b.GetName(), ref["name"], byID[b.GetName()].Status)
+		}
+	}
 	// A fulfilled or failed request's status does not move, nor its budget restart, without a spec change.
 	for uid, u := range r2 {
 		if u.GetDeletionTimestamp() != nil {
@@ -755,6 +789,9 @@ func (m *model) drain() {
 	}
 	for _, n := range m.live() {
 		deletePR(t, m.srv, n)
+	}
+	for _, h := range m.machine { // the deletions wait for Cluster API to scale these away
+		require.NoError(t, testWorld.ScaleDown(context.Background(), m.inv.metal3NS, "machine-"+h))
 	}
 	eventually(t, 120*time.Second, func() bool {
 		m.check("drain")

@@ -89,14 +89,10 @@ func (h *Handlers) provisionHosts(ctx context.Context, c *framework.Cause, req R
 		return nil, true, h.waitWithinBudget(c, "hosts", msgHostsHeldWithoutInventory.with(strconv.Itoa(len(hosts.Held(pr)))), "")
 	}
 	if !h.hosts.Settled(req, pr) && h.expired(pr, c.Now) {
-		// Spent while hosts were still being claimed, chosen or released: fail before touching any, so
-		// a request that ran out of budget claims and registers nothing more. The last word on the hosts
-		// is what the status said of them.
-		last := cur.Message
-		if !strings.HasPrefix(last, hostsWords) {
-			last = hostsWords
-		}
-		return nil, true, h.timedOut(c, "hosts", last)
+		// Spent while hosts were still being claimed, chosen or released: it claims and registers nothing
+		// more, gives back what it holds (giveBack) and fails. The last word on the hosts is what the
+		// status said of them.
+		return nil, true, h.giveBack(ctx, c, cur)
 	}
 	res, err := h.hosts.Ensure(ctx, c, req)
 	if err != nil {
@@ -194,4 +190,37 @@ func (h *Handlers) reservedKeys() map[string]bool {
 		return nil
 	}
 	return h.hosts.Reserved()
+}
+
+// giveBack: a request whose budget ran out while it waited for hosts gives back, at once, every host no
+// machine uses (hosts.Step.GiveBack), then fails. So a request that cannot be satisfied holds hosts
+// others could use for no longer than its CREATION_TIMEOUT budget; the allocator hands them to the
+// longest waiter. Hosts a machine consumes stay with the request (never released in use).
+func (h *Handlers) giveBack(ctx context.Context, c *framework.Cause, cur v1alpha1.ProvisioningStatus) error {
+	h.hosts.Forget(string(c.Object.GetUID())) // it waits for no host any more
+	last := cur.Message
+	givingBack := msgHostsGivingBack.text[:strings.Index(msgHostsGivingBack.text, "{")]
+	if !strings.HasPrefix(last, hostsWords) || strings.HasPrefix(last, givingBack) {
+		last = hostsWords
+	}
+	budget := h.cfg.CreationTimeout.String()
+	rel, err := h.hosts.GiveBack(ctx, c)
+	var perm *framework.PermanentError
+	switch {
+	case errors.As(err, &perm):
+		return h.timedOut(c, "hosts", last+"; hosts not given back: "+perm.Error())
+	case err != nil:
+		return h.waitFor(c, msgHostsGivingBack.with(budget, "retrying after: "+err.Error()), h.cfg.Requeue)
+	case !rel.Done:
+		msg := msgHostsGivingBack.with(budget, rel.Message)
+		if rel.Soon {
+			h.setStatus(c, msg)
+			return framework.Again(msg.text)
+		}
+		return h.waitFor(c, msg, h.cfg.Requeue)
+	}
+	if rel.Message != "" {
+		last += "; kept in use: " + rel.Message
+	}
+	return h.timedOut(c, "hosts", last)
 }
