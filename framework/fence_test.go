@@ -105,6 +105,8 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 
 	writesBefore := len(a.rec.Writes("/widgets/fe1"))
 	close(release)
+	// With one worker, fe2 leaves a's queue only once the pass over fe1 has ended, writes included.
+	eventually(t, 20*time.Second, func() bool { return a.op.ctrls[0].queue.Len() == 0 }, "a's pass over fe1 never ended")
 	select {
 	case err := <-a.done:
 		require.Error(t, err)
