@@ -327,11 +327,6 @@ func (c *controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	if !c.op.mayAct() {
-		// The lease fence lapsed: no pass starts; the queue drains without acting (the new leader handles it).
-		c.queue.Forget(key)
-		return true
-	}
 	res := c.sync(ctx, key)
 	switch {
 	case res.backoff:

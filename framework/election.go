@@ -19,13 +19,11 @@ import (
 func (o *Operator) runElection(ctx context.Context, onLead func(), done chan struct{}) error {
 	host, _ := os.Hostname()
 	identity := host + "_" + string(uuid.NewUUID())
-	lease := &resourcelock.LeaseLock{
+	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: o.opts.LeaderElectionID, Namespace: o.opts.LeaderElectionNamespace},
 		Client:     o.clients.leaseClient().CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
-	// Passes stop RenewDeadline after the last renewal sent, before the Lease can be taken (fence.go).
-	lock := &fencedLock{Interface: lease, fence: o.fence}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            o.opts.LeaderElectionID,
@@ -39,9 +37,10 @@ func (o *Operator) runElection(ctx context.Context, onLead func(), done chan str
 				onLead()
 			},
 			OnStoppedLeading: func() {
-				o.fence.end()
 				if ctx.Err() == nil {
-					o.deposed(errors.New("leader election lost"))
+					o.leading.Store(false)
+					o.leaderOnly.stop()
+					o.Fail(errors.New("leader election lost"))
 				}
 			},
 			OnNewLeader: func(id string) {
@@ -59,11 +58,4 @@ func (o *Operator) runElection(ctx context.Context, onLead func(), done chan str
 		le.Run(ctx)
 	}()
 	return nil
-}
-
-// deposed stops what only the leader runs and fails the operator: the lease is lost, or its fence lapsed.
-func (o *Operator) deposed(err error) {
-	o.leading.Store(false)
-	o.leaderOnly.stop()
-	o.Fail(err)
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/backoff"
-	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
 // Event reasons the framework posts.
@@ -57,13 +56,11 @@ func (p *pass) warnOnce(what, message string) {
 func (p *pass) flushEvents() {
 	events := p.own.events
 	p.own.events = nil
-	if p.c.op.events == nil || !p.c.op.mayAct() {
-		// A deposed leader posts nothing either (fence.go).
+	if p.c.op.events == nil {
 		return
 	}
 	for _, e := range events {
-		// Handlers quote errors; an event never carries an internal address (netcause.Redact).
-		p.c.op.events.post(p.cached, e.eventType, e.reason, netcause.Redact(e.message))
+		p.c.op.events.post(p.cached, e.eventType, e.reason, e.message)
 	}
 }
 

@@ -20,8 +20,6 @@ type Metrics struct {
 	HandlerRetries    *prometheus.CounterVec
 	PermanentFailures *prometheus.CounterVec
 	Writes            *prometheus.CounterVec
-	// WriteConflicts: patches the API server refused because the object changed since the pass read it.
-	WriteConflicts *prometheus.CounterVec
 	// Events: handed to the recorder, taken off its queues by the writers (the difference is queued or was
 	// dropped), the writers' API calls by result, and what was dropped, by reason.
 	EventsPosted     *prometheus.CounterVec
@@ -54,10 +52,6 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "object_patches_total",
 			Help: "Patches the framework sent for watched objects, by resource and subresource (object, status).",
 		}, []string{"resource", "subresource"}),
-		WriteConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "object_patch_conflicts_total",
-			Help: "Patches of watched objects refused with 409 Conflict (the object changed since the pass read it; the pass is done again), by resource and subresource.",
-		}, []string{"resource", "subresource"}),
 		EventsPosted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "events_posted_total",
 			Help: "Kubernetes Events handed to the event recorder, by type (Normal, Warning).",
@@ -76,7 +70,7 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		workqueue: newWorkqueueMetrics(),
 	}
-	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes, m.WriteConflicts,
+	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
 		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped)
 	// Known label values are exposed at zero from the start, so increase() and alerts see the first event.
 	for _, t := range []string{"Normal", "Warning"} {
@@ -117,7 +111,6 @@ func (m *Metrics) initWatch(resource string, w *Watch) {
 	}
 	for _, sub := range []string{"object", "status"} {
 		m.Writes.WithLabelValues(resource, sub)
-		m.WriteConflicts.WithLabelValues(resource, sub)
 	}
 }
 

@@ -45,11 +45,9 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	// LeaseDuration: another replica takes the Lease after it went unrenewed this long. RenewDeadline:
-	// this one stops its passes when it could not renew for this long, which must be shorter (fence.go).
-	LeaseDuration time.Duration // default 15s
-	RenewDeadline time.Duration // default 10s
-	RetryPeriod   time.Duration // default 2s
+	LeaseDuration           time.Duration // default 15s
+	RenewDeadline           time.Duration // default 10s
+	RetryPeriod             time.Duration // default 2s
 	// Namespace is the operator's own namespace (POD_NAMESPACE; default "default"): the lease lives there.
 	Namespace string
 	// ShutdownTimeout is the one deadline of a stop, from the signal (or failure) on: passes in flight,
@@ -141,7 +139,6 @@ type Operator struct {
 	related   map[relatedKey]cache.SharedIndexInformer
 	ready     atomic.Bool
 	leading   atomic.Bool
-	fence     *leaseFence // with leader election: until when this replica may act (fence.go)
 	readiness *readiness
 	// leaderOnly and everyReplica are the runnables (Add), by where they run.
 	leaderOnly, everyReplica *runnableGroup

@@ -7,8 +7,6 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
 // A handler returns nil when its work is done, or one of these errors; any other error is retried with a
@@ -98,16 +96,7 @@ const defaultTemporaryDelay = 60 * time.Second
 // handler that asks again without having written anything from spinning its worker.
 const againDelay = time.Millisecond
 
-// classify reads a handler's error. Its message goes into the progress record on the object and into
-// events, so the addresses an API or transport error quotes are masked (netcause.Redact); the log keeps
-// the error as it was only at DEBUG.
 func classify(err error) outcome {
-	out := classifyRaw(err)
-	out.message = netcause.Redact(out.message)
-	return out
-}
-
-func classifyRaw(err error) outcome {
 	if err == nil {
 		return outcome{kind: outcomeSuccess}
 	}

@@ -54,8 +54,6 @@ type pass struct {
 	reason    Reason
 	ess, base map[string]any
 	initial   bool
-	// timersBefore is the timers' schedule before this pass ran them, put back when its writes fail.
-	timersBefore map[string]timerState
 }
 
 // sync runs one pass over the object behind key, once the cache holds our own last write to it.
@@ -311,10 +309,6 @@ func (p *pass) call(h *handlerSpec, cause *Cause) (err error) {
 // finish runs due timers when no cause is pending, applies the patches and merges the requeue times.
 func (p *pass) finish(res passResult) passResult {
 	if len(p.c.w.timers) > 0 && p.own.cause == "" {
-		p.timersBefore = map[string]timerState{}
-		for id, ts := range p.own.timers {
-			p.timersBefore[id] = *ts
-		}
 		next := p.runTimers()
 		if !res.now && !res.backoff {
 			res.after = soonest(res.after, next)
@@ -338,31 +332,4 @@ func removeString(list []string, s string) []string {
 		}
 	}
 	return out
-}
-
-// forgetPass drops what this pass decided in memory when its writes were not recorded (a conflict, a
-// failed write, a lapsed lease): the cause's progress, the kopf resume flag it cleared and the timers it
-// ran. The next pass reads them from the object again and redoes what this one did — handlers are
-// idempotent and their business status was in the patch that did not land, so nothing it wrote is lost.
-func (p *pass) forgetPass() {
-	own := p.own
-	own.cause, own.handlers = "", map[string]*handlerState{}
-	own.delaySetAt = map[string]time.Time{}
-	if p.initial {
-		p.c.mu.Lock()
-		p.st.shared.initial = true
-		p.c.mu.Unlock()
-	}
-	for id, ts := range p.timersBefore {
-		if cur := own.timers[id]; cur != nil {
-			*cur = ts
-		} else {
-			delete(own.timers, id)
-		}
-	}
-	for id := range own.timers {
-		if _, ok := p.timersBefore[id]; !ok && p.timersBefore != nil {
-			delete(own.timers, id)
-		}
-	}
 }

@@ -81,12 +81,7 @@ func mergeInto(target any, patch any) any {
 	return tm
 }
 
-// statusPatch returns the /status merge patch body, or nil when applying it would change nothing. It
-// carries the resourceVersion the pass read (fence.go): a status decided on a state someone has changed
-// since — a user's edit, a new leader's write — is refused with 409 Conflict, never merged, and the pass
-// is done again on the newer object (writeFailed). The API server takes a merge patch's
-// metadata.resourceVersion as a precondition (and does not retry a conflicting one); nothing of it is
-// stored, so kopf and the Python image see the same object as before.
+// statusPatch returns the /status merge patch body, or nil when applying it would change nothing.
 func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
 	if len(p.Status) == 0 {
 		return nil
@@ -99,21 +94,15 @@ func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
 	if reflect.DeepEqual(normalizeJSON(current), normalizeJSON(desired)) {
 		return nil
 	}
-	body, _ := json.Marshal(map[string]any{"metadata": fenced(obj), "status": p.Status})
+	body, _ := json.Marshal(map[string]any{"status": p.Status})
 	return body
 }
 
-// fenced is the metadata that makes a patch conditional on the object being as the pass read it.
-func fenced(obj *unstructured.Unstructured) map[string]any {
-	return map[string]any{"resourceVersion": obj.GetResourceVersion()}
-}
-
 // metadataPatch returns the object's merge patch body, or nil when it would change nothing. Only keys
-// that change are sent. Like the status patch it carries the resourceVersion the pass read (after its own
-// status write): a concurrent change — another controller's finalizer, a new leader's progress — fails
-// with a conflict instead of being overwritten.
+// that change are sent. A finalizer change carries the cached resourceVersion, so a concurrent change to
+// the list (another controller's finalizer) fails with a conflict instead of being overwritten.
 func (p *Patch) metadataPatch(obj *unstructured.Unstructured) []byte {
-	meta := fenced(obj)
+	meta := map[string]any{}
 	if m := changedStrings(obj.GetAnnotations(), p.Annotations); m != nil {
 		meta["annotations"] = m
 	}
@@ -122,8 +111,9 @@ func (p *Patch) metadataPatch(obj *unstructured.Unstructured) []byte {
 	}
 	if p.finalizers != nil && !slices.Equal(obj.GetFinalizers(), p.finalizers) {
 		meta["finalizers"] = p.finalizers
+		meta["resourceVersion"] = obj.GetResourceVersion()
 	}
-	if len(meta) == 1 {
+	if len(meta) == 0 {
 		return nil
 	}
 	body, _ := json.Marshal(map[string]any{"metadata": meta})
@@ -152,9 +142,6 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 // write failed; res then says when to come back.
 func (p *pass) apply() (res passResult, ok bool) {
 	c, u := p.c, p.obj
-	if !c.op.mayAct() {
-		return p.leaseLapsed(), false
-	}
 	if body := p.patch.statusPatch(u); body != nil {
 		out, err := c.mergePatch(p.ctx, u, body, "status")
 		if err != nil {
@@ -165,9 +152,6 @@ func (p *pass) apply() (res passResult, ok bool) {
 		u.SetResourceVersion(out.ResourceVersion)
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
-		if !c.op.mayAct() {
-			return p.leaseLapsed(), false
-		}
 		out, err := c.patchObject(p.ctx, u, p.patch, body)
 		if err != nil {
 			return p.writeFailed("object", err), false
@@ -178,31 +162,15 @@ func (p *pass) apply() (res passResult, ok bool) {
 	return passResult{}, true
 }
 
-// leaseLapsed: the lease fence lapsed before a write of the pass (fence.go): nothing is sent, and the
-// pass's events go with it (they would describe an outcome nobody recorded).
-func (p *pass) leaseLapsed() passResult {
-	p.log.Info("the lease fence lapsed during the pass: its writes and events are dropped; the new leader does it again")
-	p.own.events = nil
-	p.forgetPass()
-	return passResult{}
-}
-
 func (p *pass) writeFailed(what string, err error) passResult {
 	err = ClassifyAPIError("patch "+what+" of "+p.key, true, err)
-	if !IsClass(err, ClassNotFound) {
-		// What the pass decided was not (or may not have been) recorded: the next pass decides again from
-		// the object rather than from this pass's outcome kept in memory.
-		p.forgetPass()
-	}
 	switch {
 	case IsClass(err, ClassNotFound):
 		// Gone while we worked; the delete event finishes the story.
 		return passResult{}
 	case IsClass(err, ClassConflict):
-		// The object changed since the pass read it (a user's edit, another writer; the resourceVersion
-		// fence): not an error, the pass is done again on the newer object, as soon as the watch brings it.
-		p.c.op.metrics.WriteConflicts.WithLabelValues(p.c.resource, what).Inc()
-		p.log.Debug("object changed during the pass; running it again", zap.String("write", what))
+		// The finalizer list changed under us: decide again on the newer object.
+		p.log.Info("object changed during the pass; running it again", zap.Error(err))
 		return passResult{after: 100 * time.Millisecond}
 	default:
 		p.log.Warn("writing the pass's result failed", zap.Error(err))

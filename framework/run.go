@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -162,24 +161,14 @@ func (o *Operator) startWork(s *session) error {
 		o.lead(s)
 		return nil
 	}
-	o.fence = newLeaseFence(o.opts.RenewDeadline, func() {
-		o.log.Error("the lease was not renewed within the renew deadline: passes stop before another replica can take it",
-			zap.Duration("renewDeadline", o.opts.RenewDeadline), zap.Duration("leaseDuration", o.opts.LeaseDuration))
-		o.deposed(errors.New("leader election lost: the lease was not renewed within the renew deadline"))
-	})
 	return o.runElection(electionCtx, func() { o.lead(s) }, s.electionDone)
 }
 
-// lead starts what runs only on the leader: the workers of every watch and the leader's runnables. With
-// leader election the passes' context ends with the lease fence (fence.go).
+// lead starts what runs only on the leader: the workers of every watch and the leader's runnables.
 func (o *Operator) lead(s *session) {
 	o.leading.Store(true)
-	work := s.work
-	if o.fence != nil {
-		work = o.fence.leaderContext(work)
-	}
 	for _, c := range o.ctrls {
-		c.run(work, o.opts.Workers, &s.passes)
+		c.run(s.work, o.opts.Workers, &s.passes)
 	}
 	o.leaderOnly.start()
 }
