@@ -199,6 +199,11 @@ func ignoredPythonSettings(getenv func(string) string) []string {
 		out = append(out, "HTTPS_VERIFY is the Python image's setting and is ignored: the API server's certificate is always "+
 			"verified (with the service account's CA, or KUBERNETES_CA_FILE); UNSAFE_SKIP_TLS_VERIFY=true turns that off")
 	}
+	if getenv("RENDER_SETTLE") != "" {
+		// It was a time after which Porch's Ready was believed for a rewritten spec: a timer, never a report.
+		out = append(out, "RENDER_SETTLE is ignored: after a spec change only Porch's published revision of the new spec, "+
+			"then the Cluster's rollout, count as rendered")
+	}
 	return out
 }
 
