@@ -63,7 +63,7 @@ var parts = map[string]part{
 	},
 	"monitoring": {
 		objects: []string{"ServiceMonitor/o2ims/o2ims-operator", "PrometheusRule/o2ims/o2ims-operator", "ConfigMap/o2ims/o2ims-operator-dashboard",
-			"ServiceAccount/o2ims/o2ims-operator-alertmanager", "Secret/o2ims/o2ims-operator-alertmanager-token",
+			"ServiceAccount/o2ims/o2ims-operator-alertmanager",
 			"ClusterRole//o2ims-operator-alertmanager", "ClusterRoleBinding//o2ims-operator-alertmanager"},
 	},
 }
