@@ -225,8 +225,10 @@ func TestDashboardReadsOnlyMetricsTheOperatorExports(t *testing.T) {
 	// first notification (failed, retried, then delivered) and one whose filter leaves the change out
 	// (filtered); a change in NetBox (a new pool device, seen by the 1 s refresh); a request (handler runs).
 	var calls atomic.Int32
-	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if calls.Add(1) == 1 {
+	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The subscription's callback test (a GET, SOL 013) is answered as a consumer does; only
+		// notifications count.
+		if r.Method == http.MethodPost && calls.Add(1) == 1 {
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
