@@ -46,9 +46,10 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	}
 	oc, note, err := inventory.SettleOCloudID(context.Background(), op.Clients().Kubernetes, namespace, getenv, nbCfg.URL)
 	switch {
-	case apierrors.IsForbidden(err):
-		// Without the inventory component's ConfigMap rights the operator runs as the other refused
-		// parts do (saying what grants them), with the id as configured, not fixed: /readyz says so.
+	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
+		// Without the inventory component's ConfigMap rights (or its namespace) the operator runs as the
+		// other refused parts do (saying what grants them), with the id as configured, not fixed: /readyz
+		// says so.
 		why := fmt.Sprintf("the O-Cloud id is not fixed (derived from OCLOUD_ID or NETBOX_URL at each start): %v; apply the manifests/inventory component and restart", err)
 		log.Error(why)
 		op.OnDegraded("ocloud-id", func() string { return why })
