@@ -210,12 +210,16 @@ func TestNBIOverTLSWithAuthenticationAsRendered(t *testing.T) {
 	edit := aggregate(t, ctx, api, "edit")
 	assert.Contains(t, edit, "o2ims-provisioningrequests-edit")
 	assert.NotContains(t, edit, "o2ims-provisioningrequests-view", "edit gains reads from its own role")
+	// The NBI asks for its own audience and authorises with the O2IMS roles (nbi-auth's o2ims-roles.yaml):
+	// the viewer is a reader there, the editor a provisioner.
 	callers := map[string]string{}
-	for _, role := range []string{"view", "edit"} {
+	for role, o2ims := range map[string]string{"view": "o2ims-nbi-reader", "edit": "o2ims-nbi-provisioner"} {
 		sa := "nbi-" + role
-		tok, err := api.ServiceAccountToken(ctx, "default", sa, "")
+		tok, err := api.ServiceAccountTokenFor(ctx, "default", sa, "o2ims-nbi")
 		require.NoError(t, err)
 		out, err := kubectl(t, "create", "clusterrolebinding", sa, "--clusterrole="+role, "--serviceaccount=default:"+sa)
+		require.NoError(t, err, out)
+		out, err = kubectl(t, "create", "clusterrolebinding", sa+"-o2ims", "--clusterrole="+o2ims, "--serviceaccount=default:"+sa)
 		require.NoError(t, err, out)
 		callers[role] = tok
 	}
