@@ -256,7 +256,7 @@ func TestTheImageSaysWhatIsWrongWithItsArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{image, "kopf", "run", "/usr/o2ims/src/manager.py", "--all-namespace"}, "o2ims-operator: flag provided but not defined: -all-namespace (see --help)\n"},
+		{[]string{image, "kopf", "run", "/usr/o2ims/src/manager.py", "--all-namespace"}, "o2ims-operator: unknown flag: --all-namespace (see --help)\n"},
 		{[]string{"--entrypoint", "kopf", image, "run", "/usr/o2ims/src/manager.py", "--all-namespaces", "extra"}, `o2ims-operator: unexpected argument "extra": only flags are taken (and, as kopf did, "run FILE.py" first)` + "\n"},
 		{[]string{"--entrypoint", "kopf", image, "serve"}, `o2ims-operator: kopf: only "kopf run FILE.py [flags]" is supported, got "serve" after "kopf"` + "\n"},
 	} {
