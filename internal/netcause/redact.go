@@ -22,7 +22,8 @@ var redactions = []struct {
 	{regexp.MustCompile(`\blookup [^\s:]+`), "lookup [name]"},
 	{regexp.MustCompile(`\b(dial|read|write|proxyconnect) (tcp|udp)([46]?) \S+?(:?(?:\s|$))`), "$1 $2$3 [address]$4"},
 	{regexp.MustCompile(`certificate is valid for [^"]*?, not \S+`), "certificate is valid for other names"},
-	{regexp.MustCompile(`\[[0-9A-Fa-f:.%]+\](:\d+)?`), "[address]"},
+	// A bracketed IPv6 literal has a colon: an index such as hosts[1] is not an address.
+	{regexp.MustCompile(`\[[0-9A-Fa-f.%]*:[0-9A-Fa-f:.%]*\](:\d+)?`), "[address]"},
 	{regexp.MustCompile(`\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?\b`), "[address]"},
 	{regexp.MustCompile(`\b(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}\b|\b(?:[0-9A-Fa-f]{1,4}:)+:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*)?`), "[address]"},
 	{regexp.MustCompile(`\b[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+:\d{1,5}\b`), "[address]"},

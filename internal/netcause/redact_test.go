@@ -14,6 +14,7 @@ func TestRedactMasksAddressesAndKeepsTheRest(t *testing.T) {
 		`lookup netbox.internal on 10.96.0.10:53: no such host`:                                            `lookup [name] on [DNS server]: no such host`,
 		`read udp 10.1.2.3:5353->10.96.0.10:53: i/o timeout`:                                               `read udp [address]: i/o timeout`,
 		`Patch "https://[fd00::1]:6443/apis/x": EOF`:                                                       `Patch "[url]": EOF`,
+		`reason: hosts[1].count must be at most 1000, got 2000000000`:                                      `reason: hosts[1].count must be at most 1000, got 2000000000`,
 		`dial tcp [fd00::1]:443: i/o timeout`:                                                              `dial tcp [address]: i/o timeout`,
 		`upstream fd00:10::5 refused`:                                                                      `upstream [address] refused`,
 		`x509: certificate is valid for a.example, b.example, not netbox.internal`:                         `x509: certificate is valid for other names`,
