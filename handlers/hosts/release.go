@@ -25,14 +25,16 @@ type Released struct {
 // checkpoint on the request, then the device back to the pool. Nothing is ever done to a device or an
 // object that is not this request's. NetBox being unusable is a wait naming why (outage.go).
 func (st *Step) Release(ctx context.Context, c *framework.Cause) (Released, error) {
-	res, err := st.release(ctx, c)
+	res, err := st.releaseAll(ctx, c, false)
 	if msg, ok := st.netboxWait(err); ok {
 		return Released{Message: msg}, nil
 	}
 	return res, err
 }
 
-func (st *Step) release(ctx context.Context, c *framework.Cause) (Released, error) {
+// releaseAll releases every recorded host. A give-back (a request whose budget ran out waiting for hosts)
+// also empties the positions of hosts gone back and is done once only hosts a machine consumes are left.
+func (st *Step) releaseAll(ctx context.Context, c *framework.Cause, giveBack bool) (Released, error) {
 	slots, err := ReadSlots(c.Object)
 	if err != nil {
 		return Released{}, fmt.Errorf("reading host records: %w", err)
@@ -43,10 +45,17 @@ func (st *Step) release(ctx context.Context, c *framework.Cause) (Released, erro
 	if err != nil {
 		return Released{}, err
 	}
-	if pending := append(p.pending, p.quarantining...); len(pending) > 0 {
-		return Released{Message: strings.Join(pending, "; "), Soon: p.soon}, nil
+	if !giveBack {
+		if pending := append(p.pending, p.quarantining...); len(pending) > 0 {
+			return Released{Message: strings.Join(pending, "; "), Soon: p.soon}, nil
+		}
+		return Released{Done: true}, nil
 	}
-	return Released{Done: true}, nil
+	slots = slices.DeleteFunc(slots, func(s Slot) bool { return !s.holds() })
+	if len(p.pending) > p.inUse || len(p.quarantining) > 0 {
+		return Released{Message: strings.Join(append(p.pending, p.quarantining...), "; "), Soon: p.soon}, nil
+	}
+	return Released{Done: true, Message: strings.Join(p.pending, "; ")}, nil
 }
 
 // releaseProgress is one release step over several slots: what is still under way, and whether the next
@@ -131,27 +140,9 @@ func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Sl
 // spec change chooses again); a host a machine consumes stays recorded and claimed (never released in use).
 // Done once nothing but such hosts is left.
 func (st *Step) GiveBack(ctx context.Context, c *framework.Cause) (Released, error) {
-	res, err := st.giveBack(ctx, c)
+	res, err := st.releaseAll(ctx, c, true)
 	if msg, ok := st.netboxWait(err); ok {
 		return Released{Message: msg}, nil
 	}
 	return res, err
-}
-
-func (st *Step) giveBack(ctx context.Context, c *framework.Cause) (Released, error) {
-	slots, err := ReadSlots(c.Object)
-	if err != nil {
-		return Released{}, fmt.Errorf("reading host records: %w", err)
-	}
-	before := slices.Clone(slots)
-	defer func() { writeSlots(c, before, slots) }()
-	p, err := st.releaseSlots(ctx, c, slots, func(Slot) bool { return true })
-	if err != nil {
-		return Released{}, err
-	}
-	slots = slices.DeleteFunc(slots, func(s Slot) bool { return !s.holds() })
-	if len(p.pending) > p.inUse || len(p.quarantining) > 0 {
-		return Released{Message: strings.Join(append(p.pending, p.quarantining...), "; "), Soon: p.soon}, nil
-	}
-	return Released{Done: true, Message: strings.Join(p.pending, "; ")}, nil
 }
