@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -335,6 +336,16 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 	require.NoError(t, err)
 	u := waitState(t, srv, "owner-uid-1", v1alpha1.StateFailed, 30*time.Second)
 	require.Contains(t, v1alpha1.StatusOf(u).Message, "clusterName cannot change")
+	// The finalizer rides along the pass's metadata write, which follows its status write: a delete sent
+	// between the two wins the race and leaves the PackageVariant to the garbage collector through its
+	// ownerReference (this test's API server runs none). Deleting once the finalizer is there is the
+	// release this test is about.
+	eventually(t, 10*time.Second, func() bool {
+		got, _ := getPR(t, srv, "owner-uid-1")
+		return slices.Contains(got.GetFinalizers(), Finalizer)
+	}, "the finalizer never rode along a write")
+	pv, _ := getPV(t, srv, "owner-uid-1")
+	require.True(t, ownerRefTo(pv, u), "our package variant names no owner for the garbage collector")
 
 	require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), "owner-uid-1", metav1.DeleteOptions{}))
 	eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "owner-uid-1"); return !ok }, "request never went away")
