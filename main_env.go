@@ -8,13 +8,13 @@ import (
 )
 
 // The environment is the operator's real configuration (the Python image's variables first). This table
-// is what --help prints, and TestTheEnvironmentTableIsTheREADMEs holds README's "Configuration" tables to
+// is what --help prints, and TestTheEnvironmentTableIsDocumented holds docs/configuration.md's tables to
 // it row for row, so the two cannot drift; a variable the code reads and neither lists fails that test.
 
 type envVar struct {
 	names   []string // one row may cover variables that go together
-	def     string   // as README writes it (Markdown)
-	meaning string   // as README writes it (Markdown)
+	def     string   // as docs/configuration.md writes it (Markdown)
+	meaning string   // as docs/configuration.md writes it (Markdown)
 }
 
 type envGroup struct {
@@ -53,9 +53,9 @@ var environment = []envGroup{
 		{[]string{"PACKAGEVARIANT_NAMESPACE", "CLUSTER_NAMESPACE"}, "`default`", "where PackageVariants and Clusters live"},
 		{[]string{"CLUSTER_API_VERSION"}, "detected", "`v1beta2` or `v1beta1` (detection prefers v1beta2)"},
 		{[]string{"REQUEUE_INTERVAL"}, "`10`", "seconds between safety-net re-checks of a waiting request"},
-		{[]string{"RENDER_SETTLE"}, "—", "accepted and ignored (it was a time after which Porch's `Ready` was believed for a rewritten spec; now only Porch's published revision of the new spec counts, see [The chain](#the-chain))"},
+		{[]string{"RENDER_SETTLE"}, "—", "accepted and ignored (it was a time after which Porch's `Ready` was believed for a rewritten spec; now only Porch's published revision of the new spec counts, see [The chain](chain.md#the-chain))"},
 		{[]string{"PROVISIONING_REQUEST_SELECTOR"}, "all", "handle only requests matching a label selector (sharding)"},
-		{[]string{"KOPF_TIME_FORMAT"}, "`aware`", "times in kopf progress records we start: `aware` (`…+00:00`, kopf ≥ 1.37, what the released Python image's kopf 1.40.1 reads) or `naive` (kopf 1.36); a record already on the object keeps its own form (see [Upgrading from the Python image](#upgrading-from-the-python-image))"},
+		{[]string{"KOPF_TIME_FORMAT"}, "`aware`", "times in kopf progress records we start: `aware` (`…+00:00`, kopf ≥ 1.37, what the released Python image's kopf 1.40.1 reads) or `naive` (kopf 1.36); a record already on the object keeps its own form (see [Upgrading from the Python image](upgrading.md#upgrading-from-the-python-image))"},
 	}},
 	{"NetBox and Metal3 (the host step)", []envVar{
 		{[]string{"NETBOX_URL"}, "off", "NetBox origin (`https://…`); enables the inventory step"},
@@ -65,7 +65,7 @@ var environment = []envGroup{
 		{[]string{"NETBOX_FIELD_MANAGED", "NETBOX_FIELD_REQUEST_UID", "NETBOX_FIELD_BMC_ADDRESS", "NETBOX_FIELD_BOOT_MAC"}, "`o2ims_managed`, `o2ims_request_uid`, `o2ims_bmc_address`, `o2ims_boot_mac`", "custom-field names"},
 		{[]string{"METAL3_NAMESPACE"}, "`metal3`", "where BareMetalHosts and BMC Secrets are created"},
 		{[]string{"BMC_CREDENTIALS_NAMESPACE"}, "`o2ims-bmc-credentials`", "where the labelled BMC credentials Secrets are"},
-		{[]string{"BMC_FAULT_GRACE", "BMC_FAULT_ERROR_COUNT"}, "`900` / `3`", "a claimed host Metal3 cannot register (`registration error`) is quarantined only once the error has lasted this many seconds **and** Metal3's `errorCount` reached this; a refused login (Redfish 401/403) at `errorCount` 2, a missing credentials Secret at once (see the runbook's [BMC faults](docs/runbook.md#bmc-faults))"},
+		{[]string{"BMC_FAULT_GRACE", "BMC_FAULT_ERROR_COUNT"}, "`900` / `3`", "a claimed host Metal3 cannot register (`registration error`) is quarantined only once the error has lasted this many seconds **and** Metal3's `errorCount` reached this; a refused login (Redfish 401/403) at `errorCount` 2, a missing credentials Secret at once (see the runbook's [BMC faults](runbook.md#bmc-faults))"},
 		{[]string{"BMC_FAULT_BURST", "BMC_FAULT_BURST_WINDOW"}, "`3` / `3600`", "at most this many BMC-fault quarantines within this many seconds, hosts failing now included; beyond, none and the `BMCFaultBurst` alarm (a shared cause is likelier)"},
 		{[]string{"BMC_MAX_REPLACEMENTS"}, "`3`", "BMC-fault quarantines one request may cause; beyond, it waits for the host"},
 		{[]string{"BMC_ALLOW_CIDRS", "BMC_ALLOWED_SCHEMES"}, "any but loopback/link-local / all but `+http`", "comma lists: where BMC credentials may be sent (IP literals in these CIDRs) and with which Metal3 address types; a device outside is quarantined (`bmc-address-not-allowed`, within `BMC_FAULT_BURST`), never registered"},
@@ -78,7 +78,7 @@ var environment = []envGroup{
 		{[]string{"INVENTORY_REFRESH_INTERVAL", "INVENTORY_RESYNC_INTERVAL"}, "`10`, `600`", "seconds between changes-only listings of NetBox, and between full ones (the only way a deletion in NetBox is seen)"},
 		{[]string{"INVENTORY_MAX_SUBSCRIPTIONS"}, "`100`", "subscriptions kept; one more is a 409"},
 		{[]string{"ALARMS_MAX_SUBSCRIPTIONS"}, "`100`", "alarm subscriptions (`alarmSubscriptions`) kept; one more is a 409"},
-		{[]string{"CALLBACK_DENY_PRIVATE"}, "`false`", "`true`: subscription callbacks may not reach private ranges either (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) — see [callbacks](#callbacks-that-cannot-reach-inside)"},
+		{[]string{"CALLBACK_DENY_PRIVATE"}, "`false`", "`true`: subscription callbacks may not reach private ranges either (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) — see [callbacks](api-inventory.md#callbacks-that-cannot-reach-inside)"},
 		{[]string{"CALLBACK_ALLOW_CIDRS", "CALLBACK_DENY_CIDRS"}, "—", "comma-separated CIDRs that callbacks may / may not reach, overriding the address classes both ways (longest prefix wins, deny wins a tie; never lifts the API server's or the operator's own endpoints)"},
 		{[]string{"CALLBACK_CA_FILE"}, "system roots", "PEM bundle trusted, besides the system's roots, for `https` callbacks (the SMO's private CA)"},
 		{[]string{"CALLBACK_TEST"}, "`true`", "a subscription is accepted only once its callback answers a `GET` with 204 (ETSI NFV-SOL 013), else 400 saying what it answered; `false` for an SMO that cannot answer a `GET`"},
@@ -101,7 +101,7 @@ func plain(s string) string { return mdCode.Replace(mdLink.ReplaceAllString(s, "
 
 // printEnvironment writes the table for --help: each variable with its default, its meaning below.
 func printEnvironment(out io.Writer) {
-	fmt.Fprintln(out, "\nEnvironment (the real configuration; README \"Configuration\"):")
+	fmt.Fprintln(out, "\nEnvironment (the real configuration; docs/configuration.md):")
 	for _, g := range environment {
 		fmt.Fprintf(out, "\n  %s\n", plain(g.title))
 		for _, v := range g.vars {
@@ -110,7 +110,7 @@ func printEnvironment(out io.Writer) {
 	}
 }
 
-// markdownEnvironment is README's "Configuration" tables, one per group.
+// markdownEnvironment is docs/configuration.md's tables, one per group.
 func markdownEnvironment() string {
 	var b strings.Builder
 	for i, g := range environment {

@@ -14,12 +14,12 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
-// README's Configuration tables are main_env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
-func TestTheEnvironmentTableIsTheREADMEs(t *testing.T) {
-	readme.Section(t, "README.md", "environment", markdownEnvironment(), "go test -run TestTheEnvironmentTableIsTheREADMEs .")
+// docs/configuration.md's tables are main_env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
+func TestTheEnvironmentTableIsDocumented(t *testing.T) {
+	readme.Section(t, "docs/configuration.md", "environment", markdownEnvironment(), "go test -run TestTheEnvironmentTableIsDocumented .")
 }
 
-// Every variable the operator's code reads is in the table (and so in --help and README), and the table
+// Every variable the operator's code reads is in the table (and so in --help and docs/configuration.md), and the table
 // names nothing the code does not read.
 func TestEveryVariableReadIsDocumented(t *testing.T) {
 	documented := map[string]bool{}

@@ -8,8 +8,8 @@ import (
 )
 
 // The table of every (provisioningState, provisioningMessage) pair the chain writes. setStatus takes only a
-// said, made from an entry here, so no status message is composed anywhere else; README's "Status
-// messages" table is this one (TestTheMessageTableIsTheREADMEs), and the handlers tests reach every entry
+// said, made from an entry here, so no status message is composed anywhere else; docs/chain.md's "Status
+// messages" table is this one (TestTheMessageTableIsDocumented), and the handlers tests reach every entry
 // on the real API server (messages_test.go).
 //
 // Wording: where the Python image had a message for the same situation, it is kept ("Cluster resource
@@ -18,7 +18,7 @@ import (
 // says "failed" (a retried error says "retrying after: …").
 
 // message is one entry: its state, a stable key, the text with its parts in braces ({reason}), and when
-// it is written (Markdown, as README shows it).
+// it is written (Markdown, as docs/chain.md shows it).
 type message struct {
 	key   string
 	state string
@@ -212,7 +212,7 @@ var (
 		"everything is released and another finalizer than ours still holds the request (with ours the last, the request is gone instead)"}
 )
 
-// messages is the table, in README's order.
+// messages is the table, in docs/chain.md's order.
 var messages = []*message{
 	msgRedriven, msgRedrivenAfterFailure, msgRedrivenDegraded,
 	msgHostsPreparing, msgHostsGivingBack, msgHostsRetrying, msgHostsHeldWithoutInventory,
@@ -226,7 +226,7 @@ var messages = []*message{
 	msgDeletingHostsBlocked, msgDeletingHostsRetrying, msgDeletingHosts, msgReleased,
 }
 
-// markdownMessages is README's "Status messages" table.
+// markdownMessages is docs/chain.md's "Status messages" table.
 func markdownMessages() string {
 	var b strings.Builder
 	b.WriteString("| state | key | message | written when |\n|---|---|---|---|\n")

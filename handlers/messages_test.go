@@ -43,10 +43,10 @@ import (
 //     model's (its random sequences prove nothing about a given entry).
 //   - TestMessageWalk drives the chain into the entries no other test reaches.
 
-// README's "Status messages" table is messages.go's, row for row (O2IMS_UPDATE_README=1 writes it).
-func TestTheMessageTableIsTheREADMEs(t *testing.T) {
-	readme.Section(t, filepath.Join("..", "README.md"), "messages", markdownMessages(),
-		"go test -run TestTheMessageTableIsTheREADMEs ./handlers/")
+// docs/chain.md's "Status messages" table is messages.go's, row for row (O2IMS_UPDATE_README=1 writes it).
+func TestTheMessageTableIsDocumented(t *testing.T) {
+	readme.Section(t, filepath.Join("..", "docs", "chain.md"), "messages", markdownMessages(),
+		"go test -run TestTheMessageTableIsDocumented ./handlers/")
 }
 
 // The table's own rules: one entry per key and per text, the CRD's states, failed says failed and why and

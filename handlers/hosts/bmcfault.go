@@ -35,7 +35,7 @@ type FaultPolicy struct {
 	MaxReplacements int           // BMC_MAX_REPLACEMENTS
 }
 
-// DefaultFaultPolicy is FaultPolicy's defaults (the README's configuration table says the same).
+// DefaultFaultPolicy is FaultPolicy's defaults (docs/configuration.md's table says the same).
 var DefaultFaultPolicy = FaultPolicy{Grace: 15 * time.Minute, ErrorCount: 3, Burst: 3, BurstWindow: time.Hour, MaxReplacements: 3}
 
 // authErrorCount is how many refusals of the credentials Metal3 must report before they are believed:

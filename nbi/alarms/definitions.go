@@ -1,6 +1,6 @@
 // Package alarms is the O2IMS Infrastructure Monitoring model: the alarm definitions this operator can
 // raise (one table: Definitions, the source of the inventory's alarm dictionaries, of the alarms raised
-// and of the README's table), the alarms raised from what the operator already knows (Raiser, from
+// and of the docs/api-alarms.md's table), the alarms raised from what the operator already knows (Raiser, from
 // memory: the informer cache of ProvisioningRequests, the inventory view, the NetBox client's
 // availability), their storage (Store: one ConfigMap in the operator's namespace) and metrics. The API
 // that serves them is nbi/alarmsapi.
@@ -69,8 +69,8 @@ type Definition struct {
 	Runbook     string // the section of docs/runbook.md (its anchor) the matching Prometheus alert uses; "" for an alert's own
 }
 
-// The definitions: one table, the source of every dictionary, every alarm raised and the README's table
-// (TestTheAlarmTableIsTheREADMEs). Adding one is adding a row here and a fault in faults.go.
+// The definitions: one table, the source of every dictionary, every alarm raised and the docs/api-alarms.md's table
+// (TestTheAlarmTableIsDocumented). Adding one is adding a row here and a fault in faults.go.
 var Definitions = []*Definition{
 	HostQuarantined, PoolExhausted, NetBoxUnreachable, RequestFailed, RequestStuck, AlertFiring, BMCFaultBurst,
 }
@@ -173,7 +173,7 @@ func ByName(name string) (*Definition, bool) {
 	return nil, false
 }
 
-// READMETable is the README's table of the definitions (between its alarm-table markers).
+// READMETable is the docs/api-alarms.md's table of the definitions (between its alarm-table markers).
 func READMETable() string {
 	var b strings.Builder
 	b.WriteString("| alarm | raised on | severity | clearing | probable cause | runbook |\n")
@@ -181,7 +181,7 @@ func READMETable() string {
 	for _, d := range Definitions {
 		runbook := "the alert's `runbook_url`"
 		if d.Runbook != "" {
-			runbook = fmt.Sprintf("[%s](docs/runbook.md#%s)", d.Runbook, d.Runbook)
+			runbook = fmt.Sprintf("[%s](runbook.md#%s)", d.Runbook, d.Runbook)
 		}
 		severity := fmt.Sprintf("%s (%d)", d.Severity, int(d.Severity))
 		if d.Scope == ScopeAlert {

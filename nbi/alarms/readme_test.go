@@ -11,8 +11,8 @@ import (
 )
 
 // The README's alarm table is the definitions' (READMETable).
-func TestTheAlarmTableIsTheREADMEs(t *testing.T) {
-	readme.Section(t, "../../README.md", "alarms", READMETable(), "go test -run TestTheAlarmTableIsTheREADMEs ./nbi/alarms")
+func TestTheAlarmTableIsDocumented(t *testing.T) {
+	readme.Section(t, "../../docs/api-alarms.md", "alarms", READMETable(), "go test -run TestTheAlarmTableIsDocumented ./nbi/alarms")
 }
 
 // Every definition is complete, its names unique, and its runbook section is one docs/runbook.md has

@@ -89,7 +89,7 @@ func NewRefresher(view *View, src Source, log *zap.Logger, reg prometheus.Regist
 		}, []string{"kind", "result"}),
 	}
 	// Deprecated for o2ims_inventory_view_last_refresh_timestamp_seconds (lastrefresh.go), which has no
-	// sentinel; kept this release because the shipped dashboard read it (README, "Metrics").
+	// sentinel; kept this release because the shipped dashboard read it (docs/operations.md).
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "o2ims_inventory_view_age_seconds",
 		Help: "DEPRECATED, removed in the next release: use time() - o2ims_inventory_view_last_refresh_timestamp_seconds. Seconds since NetBox last answered a refresh of the inventory view (-1 before the first).",

@@ -84,7 +84,7 @@ func LoadRules() (RuleFile, error) {
 // prometheusRuleHeader is what the PrometheusRule adds around the plain file's groups.
 const prometheusRuleHeader = `# Generated from ../o2ims-operator.rules.yaml (the source of truth) by tests/alerting:
 #   O2IMS_UPDATE_RULES=1 go test -run TestPrometheusRuleIsThePlainRuleFile ./tests/alerting/
-# For the Prometheus Operator: its ruleSelector must match these labels (README, "Alerts": with
+# For the Prometheus Operator: its ruleSelector must match these labels (docs/operations.md, "Alerts": with
 # kube-prometheus-stack, add its release label).
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule

@@ -50,19 +50,25 @@ var (
 	crdGVR                 = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// upgradeCommand is the command of the README's "Upgrading from the Python image": the first sh block of
-// that section, as a user copies it.
+// upgradeCommand is the command of docs/upgrading.md's "Upgrading from the Python image": the first sh
+// block of that section, as a user copies it. The README's quick start repeats it, so it must be there
+// word for word too.
 func upgradeCommand(t *testing.T) string {
 	t.Helper()
-	path, err := kubeapi.RepoFile("README.md")
+	path, err := kubeapi.RepoFile("docs/upgrading.md")
 	require.NoError(t, err)
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(b), "\n## Upgrading from the Python image\n")
-	require.True(t, ok, "README.md has no section \"Upgrading from the Python image\"")
+	require.True(t, ok, "docs/upgrading.md has no section \"Upgrading from the Python image\"")
 	section, _, _ = strings.Cut(section, "\n## ")
 	m := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindStringSubmatch(section)
-	require.NotNil(t, m, "the README's upgrade section gives no sh command")
+	require.NotNil(t, m, "the upgrade section gives no sh command")
+	readme, err := kubeapi.RepoFile("README.md")
+	require.NoError(t, err)
+	front, err := os.ReadFile(readme)
+	require.NoError(t, err)
+	require.Contains(t, string(front), "```sh\n"+m[1]+"\n", "README's quick start gives another upgrade command")
 	return m[1]
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // The optional parts of manifests/, each a kustomize Component stacked on manifests/crd and manifests/base
-// (README, "Deploying"), in the order manifests/production lists them.
+// (docs/deploying.md), in the order manifests/production lists them.
 var Components = []string{"inventory", "nbi-auth", "nbi-tls", "ha", "monitoring"}
 
 // WriteKustomization writes dir/kustomization.yaml as an administrator's own kustomization does it: the

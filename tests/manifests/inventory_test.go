@@ -18,7 +18,7 @@ import (
 
 const simToken = "0123456789abcdef0123456789abcdef01234567"
 
-// The inventory Component with NETBOX_URL set by the site's own patch (README, "Deploying", step 2) and
+// The inventory Component with NETBOX_URL set by the site's own patch (docs/deploying.md, step 2) and
 // run as rendered, first before the NetBox token Secret exists: its volume is optional, so the container
 // starts (no ContainerCreating) and the operator stops with one line naming NETBOX_TOKEN_FILE (the pod
 // restarts until the Secret is there). After `kubectl create secret generic o2ims-netbox-token

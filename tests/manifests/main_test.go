@@ -1,6 +1,6 @@
 // Package manifests proves what manifests/ ships, with the real kubectl and the real kube-apiserver: the
 // add-on Components stack in any subset, removing one deletes nothing shared, and the NBI they expose is
-// TLS with authentication (README, "Deploying").
+// TLS with authentication (docs/deploying.md).
 package manifests_test
 
 import (

@@ -13,14 +13,14 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
-// siteKustomization is the kustomization README's "Deploying" shows, read from the README.
+// siteKustomization is the kustomization docs/deploying.md's "Deploying" shows, read from that page.
 func siteKustomization(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(mustRoot(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(mustRoot(t), "docs", "deploying.md"))
 	require.NoError(t, err)
 	text := string(readme)
 	start := strings.Index(text, "\n## Deploying\n")
-	require.GreaterOrEqual(t, start, 0, "README has no Deploying section")
+	require.GreaterOrEqual(t, start, 0, "docs/deploying.md has no Deploying section")
 	section := text[start:]
 	if end := strings.Index(section[1:], "\n## "); end >= 0 {
 		section = section[:end+1]
@@ -47,11 +47,11 @@ func mustRoot(t *testing.T) string {
 	return root
 }
 
-// README's site kustomization, as written there, renders with the real kubectl: it stacks what
+// docs/deploying.md's site kustomization, as written there, renders with the real kubectl: it stacks what
 // manifests/production stacks, the site's NETBOX_URL replaces the placeholder, its image overrides the
 // base's, and the
 // monitoring objects carry kube-prometheus-stack's release label.
-func TestTheREADMESiteKustomizationRenders(t *testing.T) {
+func TestTheDeployingSiteKustomizationRenders(t *testing.T) {
 	block := siteKustomization(t)
 	var site, prod struct {
 		Resources  []string `json:"resources"`
@@ -61,8 +61,8 @@ func TestTheREADMESiteKustomizationRenders(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(mustRoot(t), "manifests", "production", "kustomization.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(raw, &prod))
-	assert.Equal(t, prod.Resources, site.Resources, "README's site and manifests/production differ")
-	assert.Equal(t, prod.Components, site.Components, "README's site and manifests/production differ")
+	assert.Equal(t, prod.Resources, site.Resources, "deploying.md's site and manifests/production differ")
+	assert.Equal(t, prod.Components, site.Components, "deploying.md's site and manifests/production differ")
 
 	// As manifests/site/ of the checkout: "../" is manifests/, seen from a temporary directory.
 	dir := t.TempDir()
@@ -71,7 +71,7 @@ func TestTheREADMESiteKustomizationRenders(t *testing.T) {
 	body := strings.ReplaceAll(block, "  - ../", "  - "+filepath.ToSlash(rel)+"/")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(body), 0o644))
 	out, err := kubectl(t, "kustomize", dir)
-	require.NoError(t, err, "README's site kustomization:\n%s\n%s", body, out)
+	require.NoError(t, err, "docs/deploying.md's site kustomization:\n%s\n%s", body, out)
 	objs := parse(t, out)
 	all, _ := render(t, kubeapi.Components...)
 	assert.Equal(t, all.keys(), objs.keys())

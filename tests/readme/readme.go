@@ -1,6 +1,7 @@
-// Package readme keeps a generated section of README.md equal to the code it is generated from: the
-// environment, the status messages and the alarms are each one table in code, and README shows them
-// between two marker lines, "<!-- name: … -->" and "<!-- /name -->".
+// Package readme keeps a generated section of a documentation page equal to the code it is generated
+// from: the environment, the status messages and the alarms are each one table in code, and
+// docs/configuration.md, docs/chain.md and docs/api-alarms.md show them between two marker lines,
+// "<!-- name: … -->" and "<!-- /name -->".
 package readme
 
 import (
@@ -12,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Section checks that the README at path holds generated between the markers of section name; with
+// Section checks that the page at path holds generated between the markers of section name; with
 // O2IMS_UPDATE_README=1 it writes generated there instead. rerun is the command that does that, said
 // when they differ.
 func Section(t testing.TB, path, name, generated, rerun string) {

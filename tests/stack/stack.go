@@ -126,7 +126,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err := s.API.InstallCRDs(ctx, crds...); err != nil {
 		return nil, err
 	}
-	// The administrator's part (README, "Deploying"): the namespaces the operator works in but does not own.
+	// The administrator's part (docs/deploying.md): the namespaces the operator works in but does not own.
 	s.progress("creating the namespaces %s and %s, as the administrator does", Metal3Namespace, CredentialsNamespace)
 	for _, ns := range []string{Metal3Namespace, CredentialsNamespace} {
 		if err := s.API.EnsureNamespace(ctx, ns); err != nil {
