@@ -44,11 +44,12 @@ test: lint tools ## everything CI runs: lint, every test on a real API server (-
 # staticcheck, pinned: built from the Go module proxy on first use, then cached.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint: ## gofmt, go vet, staticcheck
-	@echo "[$$(date +%T)] lint: gofmt, go vet, staticcheck"
+lint: ## gofmt, go vet, staticcheck, a doc comment on every package
+	@echo "[$$(date +%T)] lint: gofmt, go vet, staticcheck, package doc comments"
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run $(STATICCHECK) ./...
+	go test -count=1 -run TestEveryPackageHasADocComment ./tests/policy/
 
 fuzz: ## every fuzz target for FUZZTIME (8s)
 	./hack/fuzz.sh $(FUZZTIME)

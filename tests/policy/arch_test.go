@@ -30,11 +30,18 @@ const modulePath = "github.com/o2ims-operator/o2ims-operator"
 // goPackage is the part of `go list -json` the rules read. Imports and Deps are those of the package's
 // non-test files: tests may reach for harnesses (tests/kubeapi) that the code itself must not.
 type goPackage struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Dir          string
+	GoFiles      []string
+	TestGoFiles  []string
+	XTestGoFiles []string
+	Imports      []string
+	Deps         []string
+}
+
+// files is every Go file of the package, its tests' included.
+func (p goPackage) files() []string {
+	return append(append(append([]string{}, p.GoFiles...), p.TestGoFiles...), p.XTestGoFiles...)
 }
 
 // rel is the package's path inside the module ("" for the root), or ok=false for a package not ours.
