@@ -2,6 +2,27 @@
 // delete/timer handlers per watched resource, startup/cleanup/probe activities, progress persisted in
 // kopf-compatible annotations, and one observation per pass with the retries, patches, finalizers, events,
 // health and metrics owned here rather than by handlers.
+//
+// Where each part lives: the API clients (kubeclient.go, clientlimits.go) and what travels on them
+// (codec.go: one JSON decoding pass per answer, protobuf for built-in kinds; watchdecode.go: watch frames,
+// managedFields cut before the decode); every failure classified (apierror.go: config, unauthorized,
+// notFound, conflict, invalid, unavailable, protocol, transport, with whether a retry can help and whether
+// a write may have landed; a named read answered with something else is a protocol error, never "not
+// found"); informers and their Cache (cache.go); the workqueue and the freshness gate (controller.go); the
+// pass (pass.go), its outcomes (outcome.go) and patches (patch.go); kopf progress and diff-base
+// (progress.go, diffbase.go, on package kopf); finalizers (finalizer.go); events (events.go); health,
+// readiness and metrics (health.go, readiness.go, metrics.go: a degraded part is a line in /readyz, never
+// a 503); runnables (runnable.go), the phases of Run (run.go) and leader election (election.go).
+//
+// Run goes startup (the health listener, the startup activities, the runnables of every replica) → sync
+// (every cache synced: ready) → work (the election; once leading, the workers and the leader's runnables)
+// → drain (not ready, every runnable's context cancelled, passes and the leader's runnables given until
+// the drain deadline, then the lease released, so a successor does not overlap them), then undoes each
+// phase in reverse, all within one ShutdownTimeout. A lost lease or an error a runnable returns fails the
+// operator (Operator.Fail, the one error path). A Start must return promptly once its context ends.
+//
+// The framework knows no O2IMS, NetBox, Porch or Metal3 word, imports nothing of ours but package kopf
+// and internal/, and never lets a handler see the queue or send the pass's patches.
 package framework
 
 import (

@@ -1,6 +1,18 @@
 // Package handlers is the ProvisioningRequest chain on the framework: validate → claim hosts → Metal3 →
 // Porch PackageVariant → CAPI Cluster → fulfilled, and release on delete. Handlers observe once per pass
 // and fill the patch; the framework owns retries, patches, finalizers and events.
+//
+// Where each part lives: the registration (handlers.go), the steps of a pass (provision.go: one function
+// per step, each saying whether the pass ends there) and of a delete (release.go); the PackageVariant
+// (packagevariant.go) and the adoption of the one the Python image made (adoption.go); Porch's report on
+// a changed spec (porch.go), the Cluster (cluster.go) and its rollout (rollout.go); whether a report is
+// about the current spec (observed.go); the status (status.go), every message it may say (messages.go,
+// the source of docs/chain.md's table) and the budget (budget.go); when the finalizer is needed
+// (holds.go). The hosts are the host step's (package hosts), which the chain calls through the Hosts
+// interface.
+//
+// The chain never touches the workqueue or sends a patch (the request's changes go into Cause.Patch,
+// other objects through package kube), serves no HTTP, and imports neither nbi/ nor netbox/.
 package handlers
 
 import (

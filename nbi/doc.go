@@ -5,9 +5,12 @@
 // request, the liveness probe.
 //
 // The APIs are handler types in packages of their own — nbi/provisioning
-// (O2ims_infrastructureProvisioning) and nbi/inventoryapi (the Infrastructure Inventory, beside its
-// model nbi/inventory) — each registering its routes and its root on the shared mux when the server is
-// built (New, Mux). This package imports none of them.
+// (O2ims_infrastructureProvisioning), nbi/inventoryapi (the Infrastructure Inventory, beside its
+// model nbi/inventory) and nbi/alarmsapi (the Infrastructure Monitoring) — each registering its routes
+// and its root on the shared mux when the server is built (New, Mux; versions.go serves every spelling
+// and major of a versioned root). This package imports none of them. An error of a package below the
+// shell carries its own answer (Answerer: nbi/query's refusals, the subscription store's, nbi/callback's),
+// so AsProblem maps it once for every API.
 //
 // Security: auth "none" (the default) serves anyone who can connect with the operator's service
 // account, so the listener defaults to loopback and kubectl port-forward applies the caller's own RBAC.

@@ -15,6 +15,11 @@
 // NetBox ignores filters it does not know. Errors are *Error values whose text
 // never contains the token or BMC data; logs carry counts and ids only.
 //
+// NetBox down degrades the operator, never stops it (availability.go): after
+// an outage at start the check (Client.Start) goes on in the background and
+// every other call fails at once with KindUnavailable until it passes;
+// IsOutage tells a caller to wait rather than fail, Degraded is the /readyz line.
+//
 // go-netbox v4.3.0 is the typed client. What its request builders lack
 // (cf_* filters, If-Match, changelog_message) is added by an http.RoundTripper
 // chain from values in the request context (transport.go). Where its strict

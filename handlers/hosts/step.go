@@ -3,6 +3,9 @@
 // (credentials.go), quarantine a host with a deterministic defect (quarantine.go), register the claimed
 // ones with Metal3 and wait until they are available (metal3.go); on delete, or when the spec asks for
 // fewer, undo it in reverse with checkpoints (release.go). gauges.go counts the claimed hosts.
+// allocator.go chooses free hosts from the inventory view (Pool), first come first served; consumer.go
+// keeps a host a machine consumes from being released; outage.go turns NetBox being unusable into a
+// wait that names it, never an error.
 //
 // The chain (package handlers) sees this package through its Hosts interface; Step is built with
 // everything it needs by New. Like the chain, it only fills the pass's patch and events.

@@ -4,6 +4,15 @@
 // memory: the informer cache of ProvisioningRequests, the inventory view, the NetBox client's
 // availability), their storage (Store: one ConfigMap in the operator's namespace) and metrics. The API
 // that serves them is nbi/alarmsapi.
+//
+// Where each part lives: the table (definitions.go), the dictionaries the inventory API serves
+// (dictionary.go), the stored record (record.go), the faults computed from Facts (faults.go, facts.go),
+// the Raiser, a runnable of the leader (raiser.go), the Alertmanager webhook's model (alerts.go: alerts
+// mapped by their labels), the store with its retention and MaxAlarms (store.go), the Purge Alarms task
+// kept in the same ConfigMap (tasks.go), and what package inventory's PolledNotifier needs to deliver
+// alarm notifications (notify.go: the Subscriptions kind, Store.Snapshot, Order, Renderer). A fault is
+// computed from memory only, never by a call to NetBox or the API server: the store is the package's one
+// API-server object.
 package alarms
 
 import (

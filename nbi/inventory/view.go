@@ -1,8 +1,3 @@
-// Package inventory keeps the O2IMS Infrastructure Inventory's view of NetBox in memory: the pool's
-// devices as Resources, their sites as ResourcePools (and O-Cloud sites), their device types as
-// ResourceTypes. The northbound API answers from it without calling NetBox; a background refresh
-// (refresh.go) and the operator's own NetBox writes keep it current, and every change of an object
-// is handed, in order, to the change sinks (the subscriptions' notifier).
 package inventory
 
 import (
