@@ -42,16 +42,17 @@ const (
 	Unspecified Reason = "unspecified"
 	Multicast   Reason = "multicast"
 	Reserved    Reason = "reserved"
-	Private     Reason = "private"     // only with DenyPrivate
-	APIServer   Reason = "apiserver"   // the Kubernetes API server
-	Operator    Reason = "operator"    // the operator's own listeners and pod IP
-	Denied      Reason = "denied_cidr" // CALLBACK_DENY_CIDRS
-	Notation    Reason = "notation"    // an IPv4 address not in dotted decimal, an unparsable IPv6 literal
-	Unresolved  Reason = "unresolved"  // the host resolves to no address
+	Private     Reason = "private"      // only with DenyPrivate
+	APIServer   Reason = "apiserver"    // the Kubernetes API server
+	Operator    Reason = "operator"     // the operator's own listeners and pod IP
+	Denied      Reason = "denied_cidr"  // CALLBACK_DENY_CIDRS
+	Notation    Reason = "notation"     // an IPv4 address not in dotted decimal, an unparsable IPv6 literal
+	Unresolved  Reason = "unresolved"   // the host resolves to no address
+	NotSMO      Reason = "not_smo_host" // SMO_URL is set and the callback is on another host (smohosts.go)
 )
 
 // Reasons is every Reason, for metrics that want their series to exist at zero.
-var Reasons = []Reason{Loopback, LinkLocal, Unspecified, Multicast, Reserved, Private, APIServer, Operator, Denied, Notation, Unresolved}
+var Reasons = []Reason{Loopback, LinkLocal, Unspecified, Multicast, Reserved, Private, APIServer, Operator, Denied, Notation, Unresolved, NotSMO}
 
 var why = map[Reason]string{
 	Loopback:    "a loopback address",
@@ -90,6 +91,7 @@ type Config struct {
 	CAFile      string         // CALLBACK_CA_FILE: PEM bundle trusted for https callbacks besides the system's
 	SkipTest    bool           // CALLBACK_TEST=false: accept a subscription without testing its callback (test.go)
 	TestTimeout time.Duration  // CALLBACK_TEST_TIMEOUT: how long the test waits for the 204 (0: DefaultTestTimeout)
+	SMOHosts    []string       // SMO_URL's hosts: callbacks must be on one of them (smohosts.go); none: any host
 }
 
 // ConfigFromEnv reads CALLBACK_*; a bad value is one line naming the variable.
@@ -122,6 +124,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if err := testConfigFromEnv(get, &c); err != nil {
 		return Config{}, err
 	}
+	if err := smoConfigFromEnv(get, &c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
@@ -136,6 +141,7 @@ type Policy struct {
 	own       func() []string  // the operator's listeners and pod IP, read at each check
 	locals    []netip.Addr     // this host's interface addresses (an unspecified listener is on all)
 	localsSet bool
+	outgoing  Outgoing // the SMO client's credentials on every request (outgoing.go); nil: none
 }
 
 // New builds the policy of cfg, reading its CA bundle.
@@ -416,6 +422,9 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 		return err
 	}
 	if ip.IsValid() {
+		if err := p.checkSMO(host, []netip.Addr{ip}); err != nil {
+			return err
+		}
 		return p.CheckAddr(netip.AddrPortFrom(ip, port))
 	}
 	if name := strings.TrimSuffix(strings.ToLower(host), "."); name == "localhost" || strings.HasSuffix(name, ".localhost") {
@@ -423,6 +432,9 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	addrs, err := p.resolve(ctx, host)
 	if err != nil {
+		return err
+	}
+	if err := p.checkSMO(host, addrs); err != nil {
 		return err
 	}
 	for _, a := range addrs {
@@ -512,41 +524,50 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 // Client is the HTTP client deliveries use: every connection through Control (names resolved by the
 // policy's resolver), no proxy (a proxy would connect where the policy cannot see), certificates verified
 // against the system's roots and CALLBACK_CA_FILE, redirects refused (the callback registered is the only
-// one POSTed to, and nothing it carries goes elsewhere).
+// one POSTed to, and nothing it carries goes elsewhere); with WithOutgoing, every request carries the SMO
+// client's credentials.
 func (p *Policy) Client(timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout, Control: p.Control}
 	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			Proxy: nil,
-			DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-				host, port, err := net.SplitHostPort(address)
-				if err != nil {
-					return nil, err
-				}
-				var addrs []netip.Addr
-				if a, err := netip.ParseAddr(host); err == nil {
-					addrs = []netip.Addr{a}
-				} else if addrs, err = p.resolve(ctx, host); err != nil {
-					return nil, err
-				}
-				var last error
-				for _, a := range addrs {
-					conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-					if err == nil {
-						return conn, nil
-					}
-					last = err
-				}
-				return nil, last
-			},
-			TLSClientConfig:     &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:   true,
-			MaxIdleConnsPerHost: 2,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: timeout,
-		},
+		Timeout:       timeout,
+		Transport:     p.outgoingRoundTripper(p.transport(timeout)),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// transport is Client's transport before the outgoing credentials.
+func (p *Policy) transport(timeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: timeout, Control: p.Control}
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, err
+			}
+			var addrs []netip.Addr
+			if a, err := netip.ParseAddr(host); err == nil {
+				addrs = []netip.Addr{a}
+			} else if addrs, err = p.resolve(ctx, host); err != nil {
+				return nil, err
+			}
+			if err := p.checkSMO(host, addrs); err != nil {
+				return nil, err
+			}
+			var last error
+			for _, a := range addrs {
+				conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+				if err == nil {
+					return conn, nil
+				}
+				last = err
+			}
+			return nil, last
+		},
+		TLSClientConfig:     &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 2,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: timeout,
 	}
 }
 
