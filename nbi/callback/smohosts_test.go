@@ -23,7 +23,7 @@ func TestCallbacksMustBeOnTheSMOsHosts(t *testing.T) {
 	names := map[string][]netip.Addr{
 		"smo.example.com":   {netip.MustParseAddr("198.51.100.1")},
 		"other.example.com": {netip.MustParseAddr("198.51.100.2")},
-		"lab.example.com":   {netip.MustParseAddr("192.0.2.9")},                                     // inside ALLOW
+		"lab.example.com":   {netip.MustParseAddr("192.0.2.9")},                                      // inside ALLOW
 		"half.example.com":  {netip.MustParseAddr("192.0.2.9"), netip.MustParseAddr("198.51.100.3")}, // one address outside
 	}
 	p, err := New(cfg)
