@@ -435,6 +435,9 @@ func (w *wiring) newOperator() error {
 // addInventory, with NETBOX_URL, builds the NetBox client, the inventory view and the host step.
 func (w *wiring) addInventory() error {
 	if !w.cfg.netboxOn {
+		if w.getenv("SMO_REGISTRATION_URL") != "" {
+			return errRegistrationNeedsInventory
+		}
 		return nil
 	}
 	nb, err := netbox.New(w.cfg.netbox, w.log.Named("netbox"), w.op.Registry())
