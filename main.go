@@ -339,6 +339,9 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 	if c.netbox, c.netboxOn, err = netbox.ConfigFromEnv(getenv); err != nil {
 		return nil, err
 	}
+	if err := checkSMOConfig(getenv, c.netboxOn); err != nil {
+		return nil, err
+	}
 	if c.timeForm, err = kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT")); err != nil {
 		return nil, err
 	}
@@ -435,9 +438,6 @@ func (w *wiring) newOperator() error {
 // addInventory, with NETBOX_URL, builds the NetBox client, the inventory view and the host step.
 func (w *wiring) addInventory() error {
 	if !w.cfg.netboxOn {
-		if w.getenv("SMO_REGISTRATION_URL") != "" {
-			return errRegistrationNeedsInventory
-		}
 		return nil
 	}
 	nb, err := netbox.New(w.cfg.netbox, w.log.Named("netbox"), w.op.Registry())

@@ -49,5 +49,12 @@ func (iw *inventoryWiring) registerWithSMO(op *framework.Operator, nbiAddr func(
 	op.OnDegraded("smo-registration", r.Degraded)
 }
 
-// errRegistrationNeedsInventory: the O-Cloud's identity (oCloudId) is the inventory's.
-var errRegistrationNeedsInventory = errors.New("SMO_REGISTRATION_URL needs NETBOX_URL: the O-Cloud's identity (oCloudId) is the inventory's")
+// checkSMOConfig reads SMO_* before anything connects, so a bad value is the one line of a start-up
+// failure; the registration needs the inventory (NETBOX_URL), whose oCloudId it announces.
+func checkSMOConfig(getenv func(string) string, inventory bool) error {
+	cfg, err := smoclient.ConfigFromEnv(getenv)
+	if err == nil && cfg.RegistrationURL != "" && !inventory {
+		err = errors.New("SMO_REGISTRATION_URL needs NETBOX_URL: the O-Cloud's identity (oCloudId) is the inventory's")
+	}
+	return err
+}
