@@ -87,6 +87,11 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	send(3)
 	require.Eventually(t, func() bool { return tokens("unreachable") >= 3 }, 60*time.Second, 5*time.Millisecond, "retried with backoff")
 	assert.Len(t, smo.Bodies(), 51, "nothing delivered without a token")
+	_, err = store.Create(context.Background(), Subscription{Callback: smo.URL() + "/another"})
+	var failed *callback.TestFailedError
+	require.ErrorAs(t, err, &failed, "a callback that cannot be tested is no subscription")
+	assert.Contains(t, failed.Detail, "it could not be sent: no access token for the SMO: the token endpoint could not be reached: connection refused")
+	assert.NotContains(t, failed.Detail, "127.0.0.1", "no address in the answer")
 	front.Up()
 	arrived(54)
 	assert.Equal(t, 3, front.Requests())

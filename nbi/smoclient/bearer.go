@@ -1,13 +1,21 @@
 package smoclient
 
 import (
-	"errors"
 	"io"
 	"net/http"
 )
 
 // errPlainHTTP: an access token travels only where no one between can read it.
-var errPlainHTTP = errors.New("the SMO's access token is sent only over https (plain http only on loopback)")
+var errPlainHTTP error = plainHTTPError{}
+
+type plainHTTPError struct{}
+
+func (plainHTTPError) Error() string {
+	return "the SMO's access token is sent only over https (plain http only on loopback)"
+}
+
+// Explain is what a subscriber is told when its callback's test was not sent (callback.Explained).
+func (e plainHTTPError) Explain() string { return "it was not sent: " + e.Error() }
 
 // bearer puts the access token on every request (RFC 6750 clause 2.1) and, when the receiver answers
 // 401 (the token revoked, its keys rotated), drops the token and sends once more with a new one; a second

@@ -40,6 +40,9 @@ func (e *TokenError) Error() string {
 	return "no access token for the SMO: " + e.Cause
 }
 
+// Explain is what a subscriber is told when its callback's test could not be sent (callback.Explained).
+func (e *TokenError) Explain() string { return "it could not be sent: " + e.Error() }
+
 // tokens are the client-credentials grant's access tokens (RFC 6749 clause 4.4): one cached until near
 // its expiry (oauth2.ReuseTokenSource: 10 s before), shared by every request; invalidate drops it after a
 // 401, once per token however many requests met the 401.
