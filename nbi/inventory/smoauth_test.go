@@ -22,7 +22,8 @@ import (
 
 // Notifications to an SMO that requires mutual TLS and Hydra's tokens, through the whole delivery path
 // (the callback policy's client with the SMO client's credentials, the notifier's queue and retries): the
-// callback test and every notification carry a valid token, one token serves them all while it lives,
+// callback test and every notification carry a valid token, one token serves them all while it lives
+// (1 000 notifications: one token request),
 // a 401 costs exactly one new token, a token-endpoint outage and a refused client certificate are
 // failed deliveries retried with backoff, and nothing is lost or reordered.
 func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
@@ -70,15 +71,15 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { n.set.mu.Lock(); defer n.set.mu.Unlock(); return len(n.set.subs) == 1 }, 10*time.Second, time.Millisecond)
 
-	send(50)
-	arrived(50)
+	send(1000)
+	arrived(1000)
 	assert.Len(t, smo.Tokens(), 1, "one token for the callback test and every notification")
 	assert.Equal(t, 1, front.Requests(), "one token request reached Hydra")
 	assert.Equal(t, 1.0, tokens("issued"), "o2ims_smo_token_requests_total")
 
 	smo.Unauthorized(1) // the SMO no longer takes the token
 	send(1)
-	arrived(51)
+	arrived(1001)
 	assert.Equal(t, 2, front.Requests(), "a 401 costs exactly one new token")
 	assert.Len(t, smo.Tokens(), 2)
 
@@ -86,14 +87,14 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	smo.Unauthorized(1)
 	send(3)
 	require.Eventually(t, func() bool { return tokens("unreachable") >= 3 }, 60*time.Second, 5*time.Millisecond, "retried with backoff")
-	assert.Len(t, smo.Bodies(), 51, "nothing delivered without a token")
+	assert.Len(t, smo.Bodies(), 1001, "nothing delivered without a token")
 	_, err = store.Create(context.Background(), Subscription{Callback: smo.URL() + "/another"})
 	var failed *callback.TestFailedError
 	require.ErrorAs(t, err, &failed, "a callback that cannot be tested is no subscription")
 	assert.Contains(t, failed.Detail, "it could not be sent: no access token for the SMO: the token endpoint could not be reached: connection refused")
 	assert.NotContains(t, failed.Detail, "127.0.0.1", "no address in the answer")
 	front.Up()
-	arrived(54)
+	arrived(1004)
 	assert.Equal(t, 3, front.Requests())
 
 	// A client certificate the SMO does not trust (its files replaced): refused in the handshake, retried;
@@ -103,9 +104,9 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	handshakes := smo.FailedHandshakes()
 	send(1)
 	require.Eventually(t, func() bool { return smo.FailedHandshakes() >= handshakes+2 }, 60*time.Second, 5*time.Millisecond)
-	assert.Len(t, smo.Bodies(), 54)
+	assert.Len(t, smo.Bodies(), 1004)
 	pki.WriteClient(t, "o2ims-ocloud", cfg.CertFile, cfg.KeyFile)
-	arrived(55)
+	arrived(1005)
 
 	var ids []string
 	for _, b := range smo.Bodies() {
