@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
@@ -21,7 +22,7 @@ func (iw *inventoryWiring) newSMOClient(policyCfg callback.Config, op *framework
 		cfg.CAFiles = append(cfg.CAFiles, policyCfg.CAFile)
 	}
 	if cfg.RegistrationURL != "" && iw.cfg.ServiceURI == "" {
-		return errors.New("SMO_REGISTRATION_URL needs OCLOUD_SERVICE_URI: it is the IMS_EP the O-Cloud registers with the SMO")
+		return errNeedsServiceURI
 	}
 	if iw.smo, err = smoclient.New(cfg, op.Registry(), iw.log.Named("smo")); err != nil {
 		return err
@@ -49,12 +50,19 @@ func (iw *inventoryWiring) registerWithSMO(op *framework.Operator, nbiAddr func(
 	op.OnDegraded("smo-registration", r.Degraded)
 }
 
+var errNeedsServiceURI = errors.New("SMO_REGISTRATION_URL needs OCLOUD_SERVICE_URI: it is the IMS_EP the O-Cloud registers with the SMO")
+
 // checkSMOConfig reads SMO_* before anything connects, so a bad value is the one line of a start-up
 // failure; the registration needs the inventory (NETBOX_URL), whose oCloudId it announces.
 func checkSMOConfig(getenv func(string) string, inventory bool) error {
 	cfg, err := smoclient.ConfigFromEnv(getenv)
-	if err == nil && cfg.RegistrationURL != "" && !inventory {
-		err = errors.New("SMO_REGISTRATION_URL needs NETBOX_URL: the O-Cloud's identity (oCloudId) is the inventory's")
+	switch {
+	case err != nil || cfg.RegistrationURL == "":
+		return err
+	case !inventory:
+		return errors.New("SMO_REGISTRATION_URL needs NETBOX_URL: the O-Cloud's identity (oCloudId) is the inventory's")
+	case strings.TrimSpace(getenv("OCLOUD_SERVICE_URI")) == "":
+		return errNeedsServiceURI
 	}
-	return err
+	return nil
 }

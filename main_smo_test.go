@@ -23,3 +23,11 @@ func TestBadSMOSettingsAreOneLineAndExitOne(t *testing.T) {
 		assert.Equal(t, 1, bytes.Count(stderr.Bytes(), []byte("\n")), stderr.String())
 	}
 }
+
+// The registration announces OCLOUD_SERVICE_URI as IMS_EP: without it there is nothing to announce.
+func TestRegistrationNeedsTheServiceURI(t *testing.T) {
+	env := map[string]string{"SMO_REGISTRATION_URL": "https://smo.example.com/available"}
+	assert.ErrorIs(t, checkSMOConfig(func(k string) string { return env[k] }, true), errNeedsServiceURI)
+	env["OCLOUD_SERVICE_URI"] = "https://o2ims.example.com"
+	assert.NoError(t, checkSMOConfig(func(k string) string { return env[k] }, true))
+}
