@@ -42,13 +42,12 @@ const (
 	Unspecified Reason = "unspecified"
 	Multicast   Reason = "multicast"
 	Reserved    Reason = "reserved"
-	Private     Reason = "private"      // only with DenyPrivate
-	APIServer   Reason = "apiserver"    // the Kubernetes API server
-	Operator    Reason = "operator"     // the operator's own listeners and pod IP
-	Denied      Reason = "denied_cidr"  // CALLBACK_DENY_CIDRS
-	Notation    Reason = "notation"     // an IPv4 address not in dotted decimal, an unparsable IPv6 literal
-	Unresolved  Reason = "unresolved"   // the host resolves to no address
-	NotSMO      Reason = "not_smo_host" // SMO_URL is set and the callback is on another host (smohosts.go)
+	Private     Reason = "private"     // only with DenyPrivate
+	APIServer   Reason = "apiserver"   // the Kubernetes API server
+	Operator    Reason = "operator"    // the operator's own listeners and pod IP
+	Denied      Reason = "denied_cidr" // CALLBACK_DENY_CIDRS
+	Notation    Reason = "notation"    // an IPv4 address not in dotted decimal, an unparsable IPv6 literal
+	Unresolved  Reason = "unresolved"  // the host resolves to no address
 )
 
 // Reasons is every Reason, for metrics that want their series to exist at zero.
@@ -525,49 +524,44 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 // policy's resolver), no proxy (a proxy would connect where the policy cannot see), certificates verified
 // against the system's roots and CALLBACK_CA_FILE, redirects refused (the callback registered is the only
 // one POSTed to, and nothing it carries goes elsewhere); with WithOutgoing, every request carries the SMO
-// client's credentials.
+// client's credentials (outgoing.go).
 func (p *Policy) Client(timeout time.Duration) *http.Client {
-	return &http.Client{
-		Timeout:       timeout,
-		Transport:     p.outgoingRoundTripper(p.transport(timeout)),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// transport is Client's transport before the outgoing credentials.
-func (p *Policy) transport(timeout time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: timeout, Control: p.Control}
-	return &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(address)
-			if err != nil {
-				return nil, err
-			}
-			var addrs []netip.Addr
-			if a, err := netip.ParseAddr(host); err == nil {
-				addrs = []netip.Addr{a}
-			} else if addrs, err = p.resolve(ctx, host); err != nil {
-				return nil, err
-			}
-			if err := p.checkSMO(host, addrs); err != nil {
-				return nil, err
-			}
-			var last error
-			for _, a := range addrs {
-				conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-				if err == nil {
-					return conn, nil
+	return &http.Client{
+		Timeout: timeout,
+		Transport: p.outgoingRoundTripper(&http.Transport{
+			Proxy: nil,
+			DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+				host, port, err := net.SplitHostPort(address)
+				if err != nil {
+					return nil, err
 				}
-				last = err
-			}
-			return nil, last
-		},
-		TLSClientConfig:     &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     90 * time.Second,
-		TLSHandshakeTimeout: timeout,
+				var addrs []netip.Addr
+				if a, err := netip.ParseAddr(host); err == nil {
+					addrs = []netip.Addr{a}
+				} else if addrs, err = p.resolve(ctx, host); err != nil {
+					return nil, err
+				}
+				if err := p.checkSMO(host, addrs); err != nil {
+					return nil, err
+				}
+				var last error
+				for _, a := range addrs {
+					conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+					if err == nil {
+						return conn, nil
+					}
+					last = err
+				}
+				return nil, last
+			},
+			TLSClientConfig:     &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:   true,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: timeout,
+		}),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 // them. CALLBACK_ALLOW_CIDRS still admits a callback elsewhere when every address it reaches is inside.
 // It is checked at creation and at every connection of a delivery, like the rest of the policy.
 
+// NotSMO is a callback on another host than SMO_URL's.
+const NotSMO Reason = "not_smo_host"
+
 // smoConfigFromEnv reads SMO_URL (one URL, or a comma list for an SMO with several hosts) into c.
 func smoConfigFromEnv(get func(string) string, c *Config) error {
 	for _, s := range strings.Split(get("SMO_URL"), ",") {
