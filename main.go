@@ -339,6 +339,9 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 	if c.netbox, c.netboxOn, err = netbox.ConfigFromEnv(getenv); err != nil {
 		return nil, err
 	}
+	if err := checkSMOConfig(getenv, c.netboxOn); err != nil {
+		return nil, err
+	}
 	if c.timeForm, err = kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT")); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,14 @@ var environment = []envGroup{
 		{[]string{"CALLBACK_TEST"}, "`true`", "a subscription is accepted only once its callback answers a `GET` with 204 (ETSI NFV-SOL 013), else 400 saying what it answered; `false` for an SMO that cannot answer a `GET`"},
 		{[]string{"CALLBACK_TEST_TIMEOUT"}, "`5s`", "how long that test waits for the 204 (up to `1m`)"},
 	}},
+	{"The SMO: outgoing calls (with `NETBOX_URL`)", []envVar{
+		{[]string{"SMO_URL"}, "—", "the SMO's URL (a comma list for several hosts): subscription callbacks must be on its hosts unless every address they reach is in `CALLBACK_ALLOW_CIDRS` (refused at creation and at each delivery, reason `not_smo_host`), as oran-o2ims has it"},
+		{[]string{"SMO_OAUTH_TOKEN_URL", "SMO_OAUTH_CLIENT_ID", "SMO_OAUTH_CLIENT_SECRET_FILE"}, "off", "every notification, callback test and registration carries an OAuth 2.0 client-credentials access token from this token endpoint (`https`, `http` only on loopback; HTTP Basic client authentication; the secret file re-read at each token request): cached until 10 s before it expires, fetched again once on a 401; an endpoint outage is a failed delivery, retried (`o2ims_smo_token_requests_total`)"},
+		{[]string{"SMO_OAUTH_SCOPES", "SMO_OAUTH_AUDIENCE"}, "—", "scopes asked for (space or comma list) and the token request's `audience` parameter"},
+		{[]string{"SMO_TLS_CERT_FILE", "SMO_TLS_KEY_FILE"}, "—", "client certificate presented to the SMO, its callbacks and its token endpoint; reloaded when the files change"},
+		{[]string{"SMO_CA_FILE"}, "system roots", "PEM CAs trusted (besides the system's roots and `CALLBACK_CA_FILE`) for the SMO and its token endpoint; reloaded when it changes"},
+		{[]string{"SMO_REGISTRATION_URL"}, "off", "the SMO's `oCloudAvailableEventNotification` callback: the leader POSTs the OCloud Available Notification (`globalCloudId`, `oCloudId`, `IMS_EP` = `OCLOUD_SERVICE_URI`, which it needs) once the cache is synced and the NBI listens, until a 2xx (backoff up to 5 min), and again when they change (`o2ims_smo_registered`; a `degraded:` line in `/readyz` while refused, never a 503)"},
+	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},
 		{[]string{"POD_IP"}, "—", "the pod's IP (downward API `status.podIP`): callbacks may not reach it, on any port"},

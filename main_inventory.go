@@ -16,6 +16,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -28,7 +29,9 @@ type inventoryWiring struct {
 	refresher *inventory.Refresher
 	subs      *inventory.SubscriptionStore
 	notifier  *inventory.Notifier
-	policy    *callback.Policy // CALLBACK_*: which callbacks subscriptions may have
+	policy    *callback.Policy  // CALLBACK_*: which callbacks subscriptions may have
+	smo       *smoclient.Client // SMO_*: the credentials every call to the SMO carries (main_smo.go)
+	smoCfg    smoclient.Config
 	getenv    func(string) string
 	log       *zap.Logger
 }
@@ -80,7 +83,8 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	// A refresh that keeps failing (NetBox down, or a token that cannot read sites or device types) is
 	// a /readyz line saying why; the ids the NBI answers are computed and answered all the same.
 	op.OnDegraded("inventory", r.Degraded)
-	return &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}, nil
+	iw := &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}
+	return iw, iw.newSMOClient(policyCfg, op)
 }
 
 // serve builds the inventory API with its subscriptions (Clusters come from the operator's cache,
@@ -112,6 +116,7 @@ func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *fra
 	}
 	iw.notifier = n
 	op.Add(n)
+	iw.registerWithSMO(op, nbiAddr)
 	return inventoryapi.New(iw.view, dms, iw.subs, n.AddSubscription), nil
 }
 

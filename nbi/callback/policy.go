@@ -51,7 +51,7 @@ const (
 )
 
 // Reasons is every Reason, for metrics that want their series to exist at zero.
-var Reasons = []Reason{Loopback, LinkLocal, Unspecified, Multicast, Reserved, Private, APIServer, Operator, Denied, Notation, Unresolved}
+var Reasons = []Reason{Loopback, LinkLocal, Unspecified, Multicast, Reserved, Private, APIServer, Operator, Denied, Notation, Unresolved, NotSMO}
 
 var why = map[Reason]string{
 	Loopback:    "a loopback address",
@@ -90,6 +90,7 @@ type Config struct {
 	CAFile      string         // CALLBACK_CA_FILE: PEM bundle trusted for https callbacks besides the system's
 	SkipTest    bool           // CALLBACK_TEST=false: accept a subscription without testing its callback (test.go)
 	TestTimeout time.Duration  // CALLBACK_TEST_TIMEOUT: how long the test waits for the 204 (0: DefaultTestTimeout)
+	SMOHosts    []string       // SMO_URL's hosts: callbacks must be on one of them (smohosts.go); none: any host
 }
 
 // ConfigFromEnv reads CALLBACK_*; a bad value is one line naming the variable.
@@ -122,6 +123,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if err := testConfigFromEnv(get, &c); err != nil {
 		return Config{}, err
 	}
+	if err := smoConfigFromEnv(get, &c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
@@ -136,6 +140,7 @@ type Policy struct {
 	own       func() []string  // the operator's listeners and pod IP, read at each check
 	locals    []netip.Addr     // this host's interface addresses (an unspecified listener is on all)
 	localsSet bool
+	outgoing  Outgoing // the SMO client's credentials on every request (outgoing.go); nil: none
 }
 
 // New builds the policy of cfg, reading its CA bundle.
@@ -416,6 +421,9 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 		return err
 	}
 	if ip.IsValid() {
+		if err := p.checkSMO(host, []netip.Addr{ip}); err != nil {
+			return err
+		}
 		return p.CheckAddr(netip.AddrPortFrom(ip, port))
 	}
 	if name := strings.TrimSuffix(strings.ToLower(host), "."); name == "localhost" || strings.HasSuffix(name, ".localhost") {
@@ -423,6 +431,9 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	addrs, err := p.resolve(ctx, host)
 	if err != nil {
+		return err
+	}
+	if err := p.checkSMO(host, addrs); err != nil {
 		return err
 	}
 	for _, a := range addrs {
@@ -512,12 +523,13 @@ func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
 // Client is the HTTP client deliveries use: every connection through Control (names resolved by the
 // policy's resolver), no proxy (a proxy would connect where the policy cannot see), certificates verified
 // against the system's roots and CALLBACK_CA_FILE, redirects refused (the callback registered is the only
-// one POSTed to, and nothing it carries goes elsewhere).
+// one POSTed to, and nothing it carries goes elsewhere); with WithOutgoing, every request carries the SMO
+// client's credentials (outgoing.go).
 func (p *Policy) Client(timeout time.Duration) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, Control: p.Control}
 	return &http.Client{
 		Timeout: timeout,
-		Transport: &http.Transport{
+		Transport: p.outgoingRoundTripper(&http.Transport{
 			Proxy: nil,
 			DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
 				host, port, err := net.SplitHostPort(address)
@@ -528,6 +540,9 @@ func (p *Policy) Client(timeout time.Duration) *http.Client {
 				if a, err := netip.ParseAddr(host); err == nil {
 					addrs = []netip.Addr{a}
 				} else if addrs, err = p.resolve(ctx, host); err != nil {
+					return nil, err
+				}
+				if err := p.checkSMO(host, addrs); err != nil {
 					return nil, err
 				}
 				var last error
@@ -545,7 +560,7 @@ func (p *Policy) Client(timeout time.Duration) *http.Client {
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 			TLSHandshakeTimeout: timeout,
-		},
+		}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }

@@ -51,7 +51,10 @@ func (p *Policy) TestCallback(ctx context.Context, raw string) error {
 	resp, err := p.Client(timeout).Do(req)
 	if err != nil {
 		var why string
+		var ex Explained
 		switch {
+		case errors.As(err, &ex):
+			why = ex.Explain()
 		case Refusal(err) != nil:
 			why = Refusal(err).Error()
 		case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
@@ -69,6 +72,13 @@ func (p *Policy) TestCallback(ctx context.Context, raw string) error {
 			strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode) + "; it must answer 204 No Content (or the operator runs with CALLBACK_TEST=false)"}
 	}
 	return nil
+}
+
+// Explained is an error of an Outgoing (outgoing.go) that says why the request was not sent in words the
+// subscriber may read (no secret, no address): the test's answer quotes it.
+type Explained interface {
+	error
+	Explain() string
 }
 
 // testConfigFromEnv reads CALLBACK_TEST and CALLBACK_TEST_TIMEOUT into c.
