@@ -30,7 +30,10 @@ type answer struct {
 func (a *answer) Code() int { return a.code }
 
 func (versionedStub) Register(m *nbi.Mux) {
-	ok := func(w http.ResponseWriter, r *http.Request) error { m.Write(w, r, http.StatusOK, map[string]string{}); return nil }
+	ok := func(w http.ResponseWriter, r *http.Request) error {
+		m.Write(w, r, http.StatusOK, map[string]string{})
+		return nil
+	}
 	m.Versioned(inventoryapi.Roots, nbi.WriteCommonProblem, inventoryapi.Majors, func(p string, _ nbi.Major) {
 		m.Handle("GET "+p+"/resourcePools", nbi.VerbList, ok)
 		m.Handle("GET "+p+"/subscriptions", nbi.VerbList, ok)
