@@ -41,7 +41,7 @@ var optIn = map[string]part{
 			"SMO_OAUTH_TOKEN_URL": "https://smo.set-me.invalid/oauth2/token", "SMO_OAUTH_CLIENT_ID": "o2ims-operator",
 			"SMO_OAUTH_SCOPES": "", "SMO_OAUTH_AUDIENCE": "",
 			"SMO_OAUTH_CLIENT_SECRET_FILE": "/var/run/secrets/o2ims/smo-oauth/client-secret",
-			"SMO_TLS_CERT_FILE": "/var/run/secrets/o2ims/smo-tls/tls.crt", "SMO_TLS_KEY_FILE": "/var/run/secrets/o2ims/smo-tls/tls.key",
+			"SMO_TLS_CERT_FILE":            "/var/run/secrets/o2ims/smo-tls/tls.crt", "SMO_TLS_KEY_FILE": "/var/run/secrets/o2ims/smo-tls/tls.key",
 			"SMO_CA_FILE": "/var/run/secrets/o2ims/smo-ca/ca.crt",
 		},
 		volumes: map[string]string{"smo-oauth": "o2ims-smo-oauth-client", "smo-tls": "o2ims-smo-tls", "smo-ca": "o2ims-smo-ca"},
