@@ -315,6 +315,7 @@ type config struct {
 	netbox      netbox.Config
 	netboxOn    bool // NETBOX_URL set: the inventory and the host step
 	timeForm    kopf.TimeForm
+	metricsAuth string // METRICS_AUTH: "" or framework.MetricsAuthKubernetes
 }
 
 // readConfig reads and checks the configuration; the first error is the one reported.
@@ -344,6 +345,11 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 	}
 	if c.timeForm, err = kopf.ParseTimeForm(getenv("KOPF_TIME_FORMAT")); err != nil {
 		return nil, err
+	}
+	switch c.metricsAuth = strings.TrimSpace(getenv("METRICS_AUTH")); c.metricsAuth {
+	case "", framework.MetricsAuthKubernetes:
+	default:
+		return nil, fmt.Errorf("METRICS_AUTH=%q: want %q or nothing", c.metricsAuth, framework.MetricsAuthKubernetes)
 	}
 	c.jsonLogs = o.logFormat == "json" || (o.logFormat == "auto" && framework.InCluster())
 	if o.logFormat != "json" && o.logFormat != "console" && o.logFormat != "auto" {
@@ -428,7 +434,7 @@ func (w *wiring) newOperator() error {
 	var err error
 	w.op, err = framework.New(w.clients, framework.Options{
 		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
-		Workers: o.workers, Liveness: o.liveness, Namespace: w.podNamespace,
+		Workers: o.workers, Liveness: o.liveness, MetricsAuth: w.cfg.metricsAuth, Namespace: w.podNamespace,
 		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
 		ShutdownTimeout: o.shutdownTimeout, Logger: w.log, TimeForm: w.cfg.timeForm, Remedy: remedy(),
 	})

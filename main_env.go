@@ -95,6 +95,7 @@ var environment = []envGroup{
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},
 		{[]string{"POD_IP"}, "—", "the pod's IP (downward API `status.podIP`): callbacks may not reach it, on any port"},
+		{[]string{"METRICS_AUTH"}, "off", "`kubernetes`: `/metrics` on the health port answers only a bearer token the API server authenticates (TokenReview) for a user allowed `get` on the non-resource URL `/metrics` (SubjectAccessReview), else 401/403; `/healthz` and `/readyz` stay open (the `manifests/metrics-auth` component)"},
 		{[]string{"GOMEMLIMIT"}, "90% of the container's memory limit", "Go's soft memory limit; set it to override what is derived from the cgroup limit"},
 	}},
 }

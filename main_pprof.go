@@ -25,7 +25,9 @@ func startPprof(addr string, log *zap.Logger) (string, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// No WriteTimeout: a CPU profile or trace streams for the seconds asked (net/http/pprof refuses any
+	// longer than a WriteTimeout). Idle connections are closed as on the other listeners.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("the pprof listener stopped", zap.Error(err))

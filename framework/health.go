@@ -51,6 +51,8 @@ type healthServer struct {
 	gatherer   prometheus.Gatherer
 	clock      clock.PassiveClock
 	log        *zap.Logger
+	metricsIn  func(http.Handler) http.Handler // guards /metrics (METRICS_AUTH); nil: open
+	timeouts   ServerTimeouts
 
 	mu       sync.Mutex
 	cachedAt time.Time
@@ -65,13 +67,18 @@ func (h *healthServer) start() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+h.path, h.liveness)
 	mux.Handle("GET /readyz", h.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(h.log)}))
+	var metrics http.Handler = promhttp.HandlerFor(h.gatherer, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(h.log)})
+	if h.metricsIn != nil {
+		metrics = h.metricsIn(metrics)
+	}
+	mux.Handle("GET /metrics", metrics)
 	l, err := net.Listen("tcp", h.addr)
 	if err != nil {
 		return err
 	}
 	h.bound.Store(l.Addr().String())
-	h.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	h.srv = h.timeouts.server(mux)
+	h.srv.ErrorLog = zap.NewStdLog(h.log.Named("health"))
 	go func() {
 		if err := h.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			h.log.Error("health listener stopped", zap.Error(err))

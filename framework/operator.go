@@ -62,6 +62,11 @@ type Options struct {
 	Workers int
 	// Liveness is kopf's --liveness URL; "" disables the listener.
 	Liveness string
+	// MetricsAuth guards the listener's /metrics: "" open, MetricsAuthKubernetes a TokenReview and a
+	// SubjectAccessReview (get on /metrics) per caller. /healthz and /readyz stay open.
+	MetricsAuth string
+	// HealthTimeouts bound the listener's connections (zero fields: defaultHealthTimeouts).
+	HealthTimeouts ServerTimeouts
 	// LeaderElect gates the workers on a coordination.k8s.io Lease.
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -194,7 +199,14 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 			return nil, err
 		}
 		o.health = &healthServer{addr: addr, path: path, readyz: o.readiness.serve(o.ready.Load),
-			gatherer: opts.Registry, clock: opts.Clock, log: o.log}
+			gatherer: opts.Registry, clock: opts.Clock, log: o.log, timeouts: opts.HealthTimeouts}
+		switch opts.MetricsAuth {
+		case "":
+		case MetricsAuthKubernetes:
+			o.health.metricsIn = newMetricsAuth(clients.Kubernetes, opts.Clock, o.log.Named("metrics-auth")).wrap
+		default:
+			return nil, fmt.Errorf("METRICS_AUTH=%q: want %q or nothing", opts.MetricsAuth, MetricsAuthKubernetes)
+		}
 	}
 	return o, nil
 }

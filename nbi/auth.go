@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,7 +62,7 @@ type authenticator struct {
 	certBound bool
 	limiter   *addrLimiter
 	metrics   *metrics
-	aliases   map[string]string // path prefix → the prefix SubjectAccessReviews name instead
+	aliases   []alias // path prefixes SubjectAccessReviews name as another, longest first
 
 	mu  sync.Mutex
 	now func() time.Time // under mu: tests move it
@@ -86,7 +87,7 @@ type grantKey struct {
 type access struct{ verb, path string }
 
 func newAuthenticator(kube kubernetes.Interface, timeout time.Duration, log *zap.Logger, m *metrics) *authenticator {
-	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now, metrics: m, aliases: map[string]string{}}
+	a := &authenticator{kube: kube, timeout: timeout, log: log, now: time.Now, metrics: m}
 	a.users = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
 	a.grants = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
 	a.refusals = cache.NewLRUExpireCacheWithClock(reviewCacheLimit, a)
@@ -204,12 +205,23 @@ func verbOf(method string) string {
 	return strings.ToLower(methodLabel(method))
 }
 
-// canonical is the path SubjectAccessReviews name: an aliased API root is asked as its canonical one,
-// so one grant covers both spellings.
+// alias: paths under from are authorised as the same paths under to.
+type alias struct{ from, to string }
+
+// authorizeAs records an alias, keeping the longest prefix first so that a root's major
+// ("/X/v2") wins over the root itself ("/X").
+func (a *authenticator) authorizeAs(from, to string) {
+	a.aliases = append(a.aliases, alias{from, to})
+	slices.SortStableFunc(a.aliases, func(x, y alias) int { return len(y.from) - len(x.from) })
+}
+
+// canonical is the path SubjectAccessReviews name: under an aliased API root or major version it is
+// asked as the canonical one, so one grant covers every spelling and version (the roles name only
+// /o2ims-infrastructure*/v1/...). Only the longest matching prefix is replaced, once.
 func (a *authenticator) canonical(path string) string {
-	for prefix, to := range a.aliases {
-		if rest, ok := strings.CutPrefix(path, prefix); ok && (rest == "" || rest[0] == '/') {
-			return to + rest
+	for _, al := range a.aliases {
+		if rest, ok := strings.CutPrefix(path, al.from); ok && (rest == "" || rest[0] == '/') {
+			return al.to + rest
 		}
 	}
 	return path

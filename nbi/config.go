@@ -34,6 +34,7 @@ const (
 	DefaultUsernameClaim   = "sub"
 	DefaultGroupsClaim     = "groups"
 	DefaultJWKSRefresh     = 5 * time.Minute
+	DefaultIdleTimeout     = 2 * time.Minute
 )
 
 // Config is the northbound API's configuration; ConfigFromEnv reads it from NBI_* variables.
@@ -57,6 +58,9 @@ type Config struct {
 	AuthBurst int
 	OAuth     OAuthConfig
 	PageSize  int // NBI_PAGE_SIZE, default 1000: most items in one list answer
+	// IdleTimeout closes a keep-alive connection idle this long (not read from the environment: default
+	// DefaultIdleTimeout; tests shorten it).
+	IdleTimeout time.Duration
 	// Chain is what the provisioning chain accepts beyond a body's shape; the operator sets it (it is not
 	// read from the environment) so the NBI refuses with 400 what the chain would fail.
 	Chain ChainRules
@@ -206,6 +210,9 @@ func (c Config) withDefaults() Config {
 	c.OAuth = c.OAuth.withDefaults(d.OAuth)
 	if c.PageSize == 0 {
 		c.PageSize = d.PageSize
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	return c
 }

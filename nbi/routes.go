@@ -62,10 +62,10 @@ func (m *Mux) Handle(pattern, verb string, op Op) { m.s.mux.Handle(pattern, m.s.
 func (m *Mux) HandleURL(pattern string, op Op) { m.s.mux.Handle(pattern, m.s.route(VerbCreate, op)) }
 
 // AuthorizeAs has paths under prefix authorised as the same paths under canonical (an API root served
-// under two spellings needs one grant).
+// under two spellings needs one grant). The longest prefix registered wins.
 func (m *Mux) AuthorizeAs(prefix, canonical string) {
-	if m.s.auth != nil {
-		m.s.auth.aliases[prefix] = canonical
+	if m.s.auth != nil && prefix != canonical {
+		m.s.auth.authorizeAs(prefix, canonical)
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 )
 
 // Store is the operator's informer cache of ProvisioningRequests: reads never call the API server.
@@ -121,12 +123,15 @@ func (s *Server) Start() error {
 		return fmt.Errorf("nbi: cannot listen on %s: %w", addr, err)
 	}
 	s.ln = ln
+	// Every connection is bounded: no handler streams (each answers one body), so WriteTimeout — from the
+	// end of the request's headers to the end of the answer — covers the longest one, a subscription's
+	// POST, which waits for its callback's test (at most callback.MaxTestTimeout) and one API write.
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second, // a 1 MiB body at a slow but honest pace
-		WriteTimeout:      s.cfg.APITimeout + 30*time.Second,
-		IdleTimeout:       120 * time.Second,
+		WriteTimeout:      s.cfg.APITimeout + callback.MaxTestTimeout + 30*time.Second,
+		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		// Handshake failures and broken connections are the peer's business: debug, not warnings.
 		ErrorLog: mustStdLog(s.log.Named("http")),

@@ -25,10 +25,17 @@ func (mj Major) Latest() string { return mj.Versions[len(mj.Versions)-1] }
 // routes(prefix, major) registers the API's routes under prefix ({root}/{segment}), and the api_versions
 // resources are answered at {root}/{segment}/api_versions (that major's versions) and {root}/api_versions
 // (the newest major's, as oran-o2ims answers it). A request's Version header is checked against the
-// versions of the prefix it is under (checkVersion).
+// versions of the prefix it is under (checkVersion). Every spelling and major is authorised as the first
+// root's first major ({roots[0]}/{majors[0]}/...): one implementation, so one grant, and the O2IMS roles
+// name that spelling only.
 func (m *Mux) Versioned(roots []string, render Renderer, majors []Major, routes func(prefix string, mj Major)) {
 	newest := majors[len(majors)-1]
+	canonical := roots[0] + "/" + majors[0].Segment
 	for _, r := range roots {
+		m.AuthorizeAs(r, roots[0])
+		for _, mj := range majors {
+			m.AuthorizeAs(r+"/"+mj.Segment, canonical)
+		}
 		m.s.roots = append(m.s.roots, root{path: r, render: render, majors: majors})
 		m.Handle("GET "+r+"/api_versions", VerbNone, m.versions(r+"/"+newest.Segment, newest))
 		for _, mj := range majors {

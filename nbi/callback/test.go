@@ -16,8 +16,12 @@ import (
 // GET to the callback URI and the consumer answers 204 No Content. It goes through the policy's Client
 // (every connection checked, no proxy, no redirect), so it reaches nothing a delivery could not.
 
-// DefaultTestTimeout bounds the test when CALLBACK_TEST_TIMEOUT is not set.
-const DefaultTestTimeout = 5 * time.Second
+// DefaultTestTimeout bounds the test when CALLBACK_TEST_TIMEOUT is not set; MaxTestTimeout is the most
+// it may be set to (the NBI's WriteTimeout leaves room for it: a subscription's POST waits for the test).
+const (
+	DefaultTestTimeout = 5 * time.Second
+	MaxTestTimeout     = time.Minute
+)
 
 // TestFailedError is a callback that did not answer the test as SOL 013 has it: what it answered (a
 // status, a transport failure, the policy's refusal), for the subscriber to fix — a 400 of the NBI.
@@ -92,7 +96,7 @@ func testConfigFromEnv(get func(string) string, c *Config) error {
 	}
 	if v := get("CALLBACK_TEST_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > time.Minute {
+		if err != nil || d <= 0 || d > MaxTestTimeout {
 			return fmt.Errorf("CALLBACK_TEST_TIMEOUT=%q: want a duration from 1ms to 1m, such as 5s", v)
 		}
 		c.TestTimeout = d

@@ -10,9 +10,19 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
-// benchStore holds 10 000 cached requests, a third of them fulfilled.
+// benchServer serves benchStore's 10 000 cached requests without authentication.
 func benchServer(b *testing.B) (*nbi.Server, []string) {
 	b.Helper()
+	store, names := benchStore()
+	srv, err := newServer(nbi.Config{}, store, nil, nil, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, names
+}
+
+// benchStore holds 10 000 cached requests, a third of them fulfilled.
+func benchStore() (*nbitest.MemStore, []string) {
 	store := nbitest.NewMemStore()
 	var names []string
 	for i := 0; i < 10000; i++ {
@@ -31,11 +41,7 @@ func benchServer(b *testing.B) (*nbi.Server, []string) {
 		}, status))
 		names = append(names, name)
 	}
-	srv, err := newServer(nbi.Config{}, store, nil, nil, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return srv, names
+	return store, names
 }
 
 func serve(b *testing.B, h http.Handler, path string) {

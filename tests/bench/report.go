@@ -283,7 +283,7 @@ func (r *report) goBenchSection(p printer) {
 		p("Skipped (`--skip-go`).\n\n")
 		return
 	}
-	p("`%s` (the packages' TestMain starts an API server the benchmarks do not use). Other processes: %s", r.GoBenchCommand, foreign(r.GoBenchCPU))
+	p("`%s` (the packages' TestMain starts an API server; only BenchmarkNBIAuth uses it, with a real ORY Hydra). Other processes: %s", r.GoBenchCommand, foreign(r.GoBenchCPU))
 	if r.GoBenchRuns > 1 {
 		p(" (second run; the first was disturbed)")
 	}
@@ -299,6 +299,9 @@ func (r *report) goBenchSection(p printer) {
 		"BenchmarkGetNamed":                         "NBI named GET, 10 000 cached",
 		"BenchmarkList":                             "NBI list, first page of 1 000 of 10 000",
 		"BenchmarkListFiltered":                     "NBI list through a filter over 10 000 (a fiftieth match)",
+		"BenchmarkNBIAuth/none":                     "NBI named GET, 10 000 cached, no authentication",
+		"BenchmarkNBIAuth/oauth":                    "NBI_AUTH=oauth, a polling SMO: the same GET again with a Hydra token; keys, token and grant cached (reviewed every 10 s)",
+		"BenchmarkNBIAuth/oauth-each-path":          "NBI_AUTH=oauth, the 10 000 GETs in turn: a SubjectAccessReview per path (grants are per path)",
 		"BenchmarkInventoryGetResource":             "inventory named resource GET, 10 000 NetBox devices in memory (target p99 < 2 ms)",
 		"BenchmarkInventoryListResources":           "inventory resources of a pool, first page of 1 000 (target p99 < 50 ms)",
 		"BenchmarkInventoryListResourcesFiltered":   "inventory resources through a filter",
@@ -316,6 +319,20 @@ func (r *report) goBenchSection(p printer) {
 		p("| %s | %s | %s | %s | %s | %.0f | %d | %s |\n", g.Pkg, g.Name, what[g.Name], num(g.NsOp), num(g.BytesOp), g.Allocs, g.N, lat)
 	}
 	p("\n")
+	r.oauthRatio(p)
+}
+
+// oauthRatio says how much OAuth costs the NBI at p99 (issue 35: at most 1.2× without authentication).
+func (r *report) oauthRatio(p printer) {
+	p99 := map[string]float64{}
+	for _, g := range r.GoBench {
+		p99[g.Name] = g.Extra["p99-ms"]
+	}
+	none, oauth := p99["BenchmarkNBIAuth/none"], p99["BenchmarkNBIAuth/oauth"]
+	if none <= 0 || oauth <= 0 {
+		return
+	}
+	p("NBI p99 with OAuth ÷ without: %.3f / %.3f ms = **%.2f×** (target ≤ 1.2×) — %s.\n\n", oauth, none, oauth/none, yes(oauth/none <= 1.2))
 }
 
 func num(x float64) string {

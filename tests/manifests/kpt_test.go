@@ -89,6 +89,9 @@ func TestEachAddOnIsAKptPackageOfItsOwnObjects(t *testing.T) {
 	for c, p := range parts {
 		packages[c] = p.objects
 	}
+	for c, p := range optIn {
+		packages[c] = p.objects
+	}
 	for dir, want := range packages {
 		t.Run(dir, func(t *testing.T) {
 			path, err := kubeapi.RepoFile(filepath.Join("manifests", dir))
@@ -100,7 +103,7 @@ func TestEachAddOnIsAKptPackageOfItsOwnObjects(t *testing.T) {
 			assert.Equal(t, want, got.keys())
 
 			// The same objects as the Component renders (with the base, and nbi-auth where nbi-tls needs it).
-			components := []string{dir}
+			components := append(append([]string(nil), needs[dir]...), dir)
 			switch dir {
 			case "nbi-tls":
 				components = []string{"nbi-auth", "nbi-tls"}
