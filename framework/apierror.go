@@ -26,6 +26,7 @@ const (
 	ClassUnavailable  ErrorClass = "unavailable" // 429/5xx
 	ClassProtocol     ErrorClass = "protocol"    // an answer we cannot understand
 	ClassTransport    ErrorClass = "transport"   // no answer: connection, timeout, reset
+	ClassFenced       ErrorClass = "fenced"      // not sent: the lease fence lapsed (fence.go)
 )
 
 // APIError is a classified API failure: whether another attempt can help, and whether a write may have

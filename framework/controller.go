@@ -63,6 +63,9 @@ type sharedState struct {
 	waitRV    string
 	waitSince time.Time
 	parked    bool
+	// staleRV: a write of ours on this version was refused as stale (409); passes wait for a newer one.
+	staleRV    string
+	staleSince time.Time
 	// changedAt is the last external change (of the object or a related one); it wakes delayed handlers.
 	changedAt time.Time
 }
@@ -278,6 +281,13 @@ func (c *controller) fresh(key string, cached *unstructured.Unstructured, now ti
 	defer c.mu.Unlock()
 	st := c.stateLocked(key, cached.GetUID())
 	sh := &st.shared
+	if sh.staleRV != "" {
+		// Our write on this version was refused (409): decide again only on a newer object.
+		if !rvPassed(cached.GetResourceVersion(), sh.staleRV) && now.Sub(sh.staleSince) < c.op.opts.FreshnessTimeout {
+			return st, false
+		}
+		sh.staleRV = ""
+	}
 	if sh.waitRV == "" {
 		return st, true
 	}
@@ -309,6 +319,26 @@ func rvReached(have, want string) bool {
 	return h >= w
 }
 
+// rvPassed reports whether have is newer than stale (rvReached's reading of resourceVersions).
+func rvPassed(have, stale string) bool {
+	h, err1 := strconv.ParseUint(have, 10, 64)
+	s, err2 := strconv.ParseUint(stale, 10, 64)
+	if err1 != nil || err2 != nil {
+		return have != stale
+	}
+	return h > s
+}
+
+// refused remembers that a write of ours on resourceVersion rv was refused as stale: the next pass
+// waits until the cache holds a newer object (fresh), for FreshnessTimeout at most.
+func (c *controller) refused(key, rv string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.objects[key]; ok && rv != "" {
+		st.shared.staleRV, st.shared.staleSince = rv, c.op.opts.Clock.Now()
+	}
+}
+
 func (c *controller) run(ctx context.Context, workers int, wg *sync.WaitGroup) {
 	c.startHandling()
 	for i := 0; i < workers; i++ {
@@ -327,6 +357,12 @@ func (c *controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if !c.op.mayAct() {
+		// The lease fence lapsed: no pass starts (the operator is stopping; the next leader handles it).
+		c.op.metrics.Fenced.WithLabelValues("pass").Inc()
+		c.queue.Forget(key)
+		return true
+	}
 	res := c.sync(ctx, key)
 	switch {
 	case res.backoff:

@@ -105,6 +105,7 @@ var eventBackoff = backoff.Exponential{Base: eventRetryFirst, Max: eventRetryMax
 // (posted − dispatched is still queued, or dropped when the queue was full), event_writes the API calls
 // by result, events_dropped what never reached the API server, by reason.
 type eventRecorder struct {
+	mayAct     func() bool
 	cs         kubernetes.Interface
 	correlator *record.EventCorrelator
 	source     corev1.EventSource
@@ -121,9 +122,12 @@ type eventRecorder struct {
 	wg      sync.WaitGroup
 }
 
-func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component string, log *zap.Logger, m *Metrics) *eventRecorder {
+// newEventRecorder starts the writers; mayAct (nil: always) says whether an event may still be sent
+// (the lease fence, fence.go).
+func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component string, log *zap.Logger, m *Metrics, mayAct func() bool) *eventRecorder {
 	host, _ := os.Hostname()
 	r := &eventRecorder{
+		mayAct:     mayAct,
 		cs:         cs,
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{}),
 		source:     corev1.EventSource{Component: component, Host: host},
@@ -257,6 +261,12 @@ func (r *eventRecorder) write(e *corev1.Event) {
 		return
 	}
 	for try := 1; ; try++ {
+		if r.mayAct != nil && !r.mayAct() {
+			// A deposed leader posts nothing (fence.go).
+			r.metrics.Fenced.WithLabelValues("event").Inc()
+			r.dropped("fenced", e, nil)
+			return
+		}
 		out, err := r.send(result.Event, result.Patch)
 		switch {
 		case err == nil:

@@ -34,7 +34,7 @@ func TestABurstOfEventsReachesTheAPIServerWhole(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := newMetrics("burst", prometheus.NewRegistry())
-	r := newEventRecorder(ctx, clients.Kubernetes, "burst-test", zaptest.NewLogger(t), m)
+	r := newEventRecorder(ctx, clients.Kubernetes, "burst-test", zaptest.NewLogger(t), m, nil)
 	defer r.shutdown()
 
 	const objects = 500
@@ -84,7 +84,7 @@ func TestEventsShowInKubectlDescribeAndKubectlEvents(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := newMetrics("kev", prometheus.NewRegistry())
-	r := newEventRecorder(ctx, clients.Kubernetes, "o2ims-operator", zaptest.NewLogger(t), m)
+	r := newEventRecorder(ctx, clients.Kubernetes, "o2ims-operator", zaptest.NewLogger(t), m, nil)
 	r.post(w, corev1.EventTypeNormal, "Progressing", "Cluster instance rendering ongoing")
 	r.post(w, corev1.EventTypeWarning, "HandlerRetrying", "Handler \"create_fn\" failed; retrying in 1s: boom")
 	r.post(w, corev1.EventTypeWarning, "HandlerRetrying", "Handler \"create_fn\" failed; retrying in 1s: boom")

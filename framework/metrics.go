@@ -26,7 +26,9 @@ type Metrics struct {
 	EventsDispatched prometheus.Counter
 	EventWrites      *prometheus.CounterVec
 	EventsDropped    *prometheus.CounterVec
-	workqueue        *workqueueMetrics
+	// Fenced: what the lease fence stopped (fence.go): passes not started, writes and events not sent.
+	Fenced    *prometheus.CounterVec
+	workqueue *workqueueMetrics
 }
 
 func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
@@ -66,12 +68,19 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		EventsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "events_dropped_total",
-			Help: "Events that never reached the API server, by reason: queue_full (more than 20000 waiting), budget (client-go's per-object budget: 25, then one per 5 minutes), rejected (refused, or retries spent), stopped (shutdown), unreferenceable.",
+			Help: "Events that never reached the API server, by reason: queue_full (more than 20000 waiting), budget (client-go's per-object budget: 25, then one per 5 minutes), rejected (refused, or retries spent), stopped (shutdown), fenced (the lease fence lapsed), unreferenceable.",
 		}, []string{"reason"}),
+		Fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "fenced_total",
+			Help: "What this replica did not do because its lease was not renewed within the renew deadline (another may lead): pass (not started), status, object (patches not sent), event (not posted).",
+		}, []string{"what"}),
 		workqueue: newWorkqueueMetrics(),
 	}
 	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
-		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped)
+		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped, m.Fenced)
+	for _, w := range []string{"pass", "status", "object", "event"} {
+		m.Fenced.WithLabelValues(w)
+	}
 	// Known label values are exposed at zero from the start, so increase() and alerts see the first event.
 	for _, t := range []string{"Normal", "Warning"} {
 		m.EventsPosted.WithLabelValues(t)

@@ -81,7 +81,7 @@ func TestEventsBehindAStalledWriterWaitAndOnlyTheSurplusBeyondTheBoundIsDropped(
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := newMetrics("ev", prometheus.NewRegistry())
-	r := newEventRecorder(ctx, cs, "test", zap.NewNop(), m)
+	r := newEventRecorder(ctx, cs, "test", zap.NewNop(), m, nil)
 	defer r.shutdown()
 	const posted = 3000
 	for i := 0; i < posted; i++ {
@@ -105,7 +105,7 @@ func TestEventsBehindAStalledWriterWaitAndOnlyTheSurplusBeyondTheBoundIsDropped(
 		return true, a.(k8stesting.CreateAction).GetObject(), nil
 	})
 	m2 := newMetrics("ev2", prometheus.NewRegistry())
-	r2 := newEventRecorder(ctx, cs2, "test", zap.NewNop(), m2)
+	r2 := newEventRecorder(ctx, cs2, "test", zap.NewNop(), m2, nil)
 	for i := 0; i < maxPendingEvents+eventWriters+10; i++ {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q-%d", i), Namespace: "default", UID: types.UID(fmt.Sprint(i))}}
 		r2.post(pod, corev1.EventTypeNormal, "Test", "message")

@@ -71,9 +71,12 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	LeaseDuration           time.Duration // default 15s
-	RenewDeadline           time.Duration // default 10s
-	RetryPeriod             time.Duration // default 2s
+	// LeaseDuration: another replica takes the Lease once it went unrenewed this long. RenewDeadline:
+	// this one stops writing this long after its last successful renewal (at most LeaseDuration - 1 s),
+	// before the Lease can be taken; the difference is the margin for writes in flight (fence.go).
+	LeaseDuration time.Duration // default 15s
+	RenewDeadline time.Duration // default 10s
+	RetryPeriod   time.Duration // default 2s
 	// Namespace is the operator's own namespace (POD_NAMESPACE; default "default"): the lease lives there.
 	Namespace string
 	// ShutdownTimeout is the one deadline of a stop, from the signal (or failure) on: passes in flight,
@@ -165,6 +168,7 @@ type Operator struct {
 	related   map[relatedKey]cache.SharedIndexInformer
 	ready     atomic.Bool
 	leading   atomic.Bool
+	fence     *leaseFence // with leader election: until when this replica may act (fence.go)
 	readiness *readiness
 	// leaderOnly and everyReplica are the runnables (Add), by where they run.
 	leaderOnly, everyReplica *runnableGroup
@@ -192,6 +196,16 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 	o.leaderOnly = &runnableGroup{name: "leader", log: o.log, fail: o.Fail}
 	o.everyReplica = &runnableGroup{name: "every replica", log: o.log, fail: o.Fail}
 	o.metrics = newMetrics(opts.MetricsNamespace, opts.Registry)
+	if opts.LeaderElect {
+		if fenceWindow(opts.LeaseDuration, opts.RenewDeadline) <= 0 {
+			return nil, fmt.Errorf("framework: a lease duration of %s leaves a leader no time to act: at least 2s", opts.LeaseDuration)
+		}
+		o.fence = newLeaseFence(fenceWindow(opts.LeaseDuration, opts.RenewDeadline), func() {
+			o.log.Error("the lease was not renewed within the renew deadline: nothing more is written, before another replica can take it",
+				zap.Duration("renewDeadline", opts.RenewDeadline), zap.Duration("leaseDuration", opts.LeaseDuration))
+			o.deposed(errors.New("leader election lost: the lease was not renewed within the renew deadline"))
+		})
+	}
 	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
 	if opts.Liveness != "" {
 		addr, path, err := ParseLiveness(opts.Liveness)

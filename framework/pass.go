@@ -54,6 +54,10 @@ type pass struct {
 	reason    Reason
 	ess, base map[string]any
 	initial   bool
+	recheck   bool
+	// timersBefore is the timers' schedule before this pass ran them, put back when its writes are
+	// refused (forgetPass).
+	timersBefore map[string]timerState
 }
 
 // sync runs one pass over the object behind key, once the cache holds our own last write to it.
@@ -107,6 +111,7 @@ func (p *pass) run() passResult {
 	p.c.mu.Lock()
 	p.initial = p.st.shared.initial
 	recheck := p.st.shared.recheck
+	p.recheck = recheck
 	p.c.mu.Unlock()
 	switch {
 	case !hasBase:
@@ -309,6 +314,10 @@ func (p *pass) call(h *handlerSpec, cause *Cause) (err error) {
 // finish runs due timers when no cause is pending, applies the patches and merges the requeue times.
 func (p *pass) finish(res passResult) passResult {
 	if len(p.c.w.timers) > 0 && p.own.cause == "" {
+		p.timersBefore = make(map[string]timerState, len(p.own.timers))
+		for id, ts := range p.own.timers {
+			p.timersBefore[id] = *ts
+		}
 		next := p.runTimers()
 		if !res.now && !res.backoff {
 			res.after = soonest(res.after, next)
@@ -332,4 +341,31 @@ func removeString(list []string, s string) []string {
 		}
 	}
 	return out
+}
+
+// forgetPass drops what this pass decided in memory when its writes were refused (a conflict: the object
+// changed since the pass read it; or the lease fence): the cause's progress, the resume flags it cleared
+// and the timers it ran. The next pass reads them from the object again and redoes what this one did —
+// handlers are idempotent, and their business status was in the write that was refused.
+func (p *pass) forgetPass() {
+	own := p.own
+	own.cause, own.handlers = "", map[string]*handlerState{}
+	own.delaySetAt = map[string]time.Time{}
+	p.c.mu.Lock()
+	p.st.shared.initial = p.st.shared.initial || p.initial
+	p.st.shared.recheck = p.st.shared.recheck || p.recheck
+	p.c.mu.Unlock()
+	if p.timersBefore == nil {
+		return
+	}
+	for id := range own.timers {
+		if _, ok := p.timersBefore[id]; !ok {
+			delete(own.timers, id)
+		}
+	}
+	for id, ts := range p.timersBefore {
+		if cur := own.timers[id]; cur != nil {
+			*cur = ts
+		}
+	}
 }

@@ -81,7 +81,11 @@ func mergeInto(target any, patch any) any {
 	return tm
 }
 
-// statusPatch returns the /status merge patch body, or nil when applying it would change nothing.
+// statusPatch returns the /status merge patch body, or nil when applying it would change nothing. It
+// carries the resourceVersion the pass read (fence.go): the API server takes a merge patch's
+// metadata.resourceVersion as a precondition and does not retry it, so a status decided on an object
+// someone has changed since (a new leader, a user, the NBI) is refused with 409 Conflict, never merged,
+// and the pass runs again on the newer object (writeFailed). Nothing of it is stored.
 func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
 	if len(p.Status) == 0 {
 		return nil
@@ -94,7 +98,11 @@ func (p *Patch) statusPatch(obj *unstructured.Unstructured) []byte {
 	if reflect.DeepEqual(normalizeJSON(current), normalizeJSON(desired)) {
 		return nil
 	}
-	body, _ := json.Marshal(map[string]any{"status": p.Status})
+	patch := map[string]any{"status": p.Status}
+	if rv := obj.GetResourceVersion(); rv != "" {
+		patch["metadata"] = map[string]any{"resourceVersion": rv}
+	}
+	body, _ := json.Marshal(patch)
 	return body
 }
 
@@ -139,10 +147,13 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 
 // apply sends the pass's status patch, then its object patch; each only when it changes something. Status
 // goes first: a handler's business status must land before its completion is recorded. ok is false when a
-// write failed; res then says when to come back.
+// write failed; res then says when to come back. Neither is sent once the lease fence lapsed (fence.go).
 func (p *pass) apply() (res passResult, ok bool) {
 	c, u := p.c, p.obj
 	if body := p.patch.statusPatch(u); body != nil {
+		if !c.op.mayAct() {
+			return p.writeFailed("status", c.op.fenced("status", "patch status of "+p.key)), false
+		}
 		out, err := c.mergePatch(p.ctx, u, body, "status")
 		if err != nil {
 			return p.writeFailed("status", err), false
@@ -152,6 +163,9 @@ func (p *pass) apply() (res passResult, ok bool) {
 		u.SetResourceVersion(out.ResourceVersion)
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
+		if !c.op.mayAct() {
+			return p.writeFailed("object", c.op.fenced("object", "patch object of "+p.key)), false
+		}
 		out, err := c.patchObject(p.ctx, u, p.patch, body)
 		if err != nil {
 			return p.writeFailed("object", err), false
@@ -168,9 +182,21 @@ func (p *pass) writeFailed(what string, err error) passResult {
 	case IsClass(err, ClassNotFound):
 		// Gone while we worked; the delete event finishes the story.
 		return passResult{}
+	case IsClass(err, ClassFenced):
+		// This replica may no longer lead: nothing of the pass is sent, its events neither (they would
+		// describe an outcome nobody recorded); the next leader decides again from the object.
+		p.log.Info("the lease fence lapsed: the pass's writes and events are not sent", zap.String("write", what))
+		p.own.events = nil
+		p.forgetPass()
+		return passResult{}
 	case IsClass(err, ClassConflict):
-		// The finalizer list changed under us: decide again on the newer object.
+		// The object changed since the pass read it (its status write is fenced by the resourceVersion;
+		// a finalizer change too): nothing of this write was merged. What the pass decided in memory is
+		// forgotten and it runs again on the newer object, once the cache holds it.
 		p.log.Info("object changed during the pass; running it again", zap.Error(err))
+		p.own.events = nil
+		p.forgetPass()
+		p.c.refused(p.key, p.obj.GetResourceVersion())
 		return passResult{after: 100 * time.Millisecond}
 	default:
 		p.log.Warn("writing the pass's result failed", zap.Error(err))

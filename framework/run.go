@@ -123,7 +123,7 @@ func (o *Operator) runStartup(ctx context.Context, s *session) (done bool, err e
 func (o *Operator) syncCaches(s *session) (done bool, err error) {
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	s.atEnd(stopInformers)
-	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics)
+	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics, o.mayAct)
 	s.atEnd(func() { bounded(s.stop.ctx(), o.events.shutdown) })
 	if err := o.buildControllers(); err != nil {
 		return true, err
@@ -164,11 +164,16 @@ func (o *Operator) startWork(s *session) error {
 	return o.runElection(electionCtx, func() { o.lead(s) }, s.electionDone)
 }
 
-// lead starts what runs only on the leader: the workers of every watch and the leader's runnables.
+// lead starts what runs only on the leader: the workers of every watch and the leader's runnables. With
+// leader election the passes' context ends with the lease fence (fence.go).
 func (o *Operator) lead(s *session) {
 	o.leading.Store(true)
+	work := s.work
+	if o.fence != nil {
+		work = o.fence.leaderContext(work)
+	}
 	for _, c := range o.ctrls {
-		c.run(s.work, o.opts.Workers, &s.passes)
+		c.run(work, o.opts.Workers, &s.passes)
 	}
 	o.leaderOnly.start()
 }

@@ -254,7 +254,8 @@ func TestPatchesAreEmptyWhenTheyChangeNothing(t *testing.T) {
 	assert.Nil(t, p.metadataPatch(u))
 
 	p.SetStatus("fulfilled", "provisioningStatus", "provisioningState")
-	assert.JSONEq(t, `{"status":{"provisioningStatus":{"provisioningState":"fulfilled"}}}`, string(p.statusPatch(u)))
+	assert.JSONEq(t, `{"metadata":{"resourceVersion":"9"},"status":{"provisioningStatus":{"provisioningState":"fulfilled"}}}`,
+		string(p.statusPatch(u)), "a status write carries the resourceVersion the pass read")
 	p.finalizers = nil
 	p.DeleteAnnotation("a")
 	assert.JSONEq(t, `{"metadata":{"annotations":{"a":null}}}`, string(p.metadataPatch(u)))
