@@ -84,6 +84,12 @@ var environment = []envGroup{
 		{[]string{"CALLBACK_TEST"}, "`true`", "a subscription is accepted only once its callback answers a `GET` with 204 (ETSI NFV-SOL 013), else 400 saying what it answered; `false` for an SMO that cannot answer a `GET`"},
 		{[]string{"CALLBACK_TEST_TIMEOUT"}, "`5s`", "how long that test waits for the 204 (up to `1m`)"},
 	}},
+	{"O2IMS performance API (with `NETBOX_URL` and `PROMETHEUS_URL`)", []envVar{
+		{[]string{"PROMETHEUS_URL"}, "off", "the Prometheus measurement jobs are collected from (`http(s)://…`, the node exporter's metrics of the inventory's hosts, `instance` label = the NetBox device name); enables `/O2ims_infrastructurePerformance/v2`"},
+		{[]string{"PROMETHEUS_CA_FILE", "PROMETHEUS_TOKEN_FILE"}, "system roots, —", "Prometheus TLS trust, and a bearer token file re-read when rotated (sent only over `https` or to loopback)"},
+		{[]string{"PROMETHEUS_TIMEOUT"}, "`10`", "seconds per query"},
+		{[]string{"PERFORMANCE_MAX_JOBS", "PERFORMANCE_MIN_INTERVAL", "PERFORMANCE_MAX_RESULTS"}, "`20`, `30`, `500`", "measurement jobs kept (one more is a 409), the least `collectionInterval` (s), values kept per job (beyond, the job is `DEGRADED`)"},
+	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},
 		{[]string{"POD_IP"}, "—", "the pod's IP (downward API `status.podIP`): callbacks may not reach it, on any port"},
