@@ -46,12 +46,15 @@ type env struct {
 	store     *performance.Store
 	eval      *performance.Evaluator
 	promURL   string // "" no Prometheus configured (queries fail)
+	auth      bool   // NBI_AUTH=kubernetes: callers reviewed by the API server
 
 	mu     sync.Mutex
 	offset time.Duration // the evaluator's clock, ahead of the real one
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { t.Helper(); return newEnvAuth(t, false) }
+
+func newEnvAuth(t *testing.T, auth bool) *env {
 	t.Helper()
 	sim := netboxsim.New(netboxsim.Options{Tokens: []string{simToken}})
 	for _, f := range netboxsim.StandardFields() {
@@ -71,7 +74,7 @@ func newEnv(t *testing.T) *env {
 	require.NoError(t, err)
 	cfg, err := inventory.ConfigFromEnv(func(string) string { return "" }, ts.URL)
 	require.NoError(t, err)
-	e := &env{Env: nbitest.Prepare(t), cfg: cfg}
+	e := &env{Env: nbitest.Prepare(t), cfg: cfg, auth: auth}
 	e.view = inventory.NewView(cfg, nil)
 	r, err := inventory.NewRefresher(e.view, nb, nil, nil)
 	require.NoError(t, err)
@@ -99,6 +102,10 @@ func (e *env) restart() {
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
 	}
+	if e.auth {
+		e.Serve(e.kube, zap.NewNop(), []nbi.API{New(e.store, testBounds)}, nbitest.WithKubernetesAuth)
+		return
+	}
 	e.Serve(nil, zap.NewNop(), []nbi.API{New(e.store, testBounds)})
 }
 
@@ -122,11 +129,11 @@ func (e *env) now() time.Time {
 	return time.Now().Add(e.offset)
 }
 
-// evaluate runs one pass of the evaluator once every job is due (its clock moved a minute on).
+// evaluate runs one pass of the evaluator once every job is due (its clock moved 2 s on).
 func (e *env) evaluate() {
 	e.T.Helper()
 	e.mu.Lock()
-	e.offset += time.Minute
+	e.offset += 2 * time.Second // past a 1 s interval; a query this far ahead still sees the last scrapes
 	e.mu.Unlock()
 	require.NoError(e.T, e.eval.Evaluate(context.Background()))
 }
@@ -143,7 +150,7 @@ func (e *env) resourceOf(name string) string {
 	return ""
 }
 
-func (e *env) send(method, path, body, contentType string) *nbitest.Exchange {
+func (e *env) send(method, path, body, contentType string, headers ...string) *nbitest.Exchange {
 	e.T.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -153,6 +160,9 @@ func (e *env) send(method, path, body, contentType string) *nbitest.Exchange {
 	require.NoError(e.T, err)
 	if body != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := e.Client.Do(req)
 	require.NoError(e.T, err)
