@@ -1,6 +1,10 @@
 package alarms
 
 import (
+	"encoding/json"
+	"strings"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
@@ -61,4 +65,35 @@ func V2(v1 map[string]any) map[string]any {
 	scope, _ := ext[ExtRaisedOn].(string)
 	out["objectClass"] = ObjectClass(scope)
 	return out
+}
+
+// renderV2 is 2.0.0's Alarm Change Notification (O2IMS Table 3.3.5.1.2-1), for a subscription made
+// under v2: globalCloudId, objectRef under v2, the record's 2.0.0 members (alarmAcknowledgeTime once
+// acknowledged); the clearing time, which it has no member for, in its extensions as under v1.
+func (r Renderer) renderV2(sub inventory.Subscription, event EventType, n inventory.Notice) []byte {
+	a := V2(n.Post.Attrs)
+	ext := map[string]any{}
+	if e, ok := a["extensions"].(map[string]any); ok {
+		for k, v := range e {
+			ext[k] = v
+		}
+	}
+	if t, ok := a["alarmClearedTime"]; ok {
+		ext["alarmClearedTime"] = t
+	}
+	body := map[string]any{
+		"globalCloudId": r.GlobalCloudID, "notificationEventType": int64(event),
+		"objectRef": strings.TrimSuffix(r.Root, "/v1") + "/v2/alarms/" + n.ID, "extensions": ext,
+	}
+	for _, k := range []string{"alarmEventRecordId", "objectTypeId", "objectId", "objectClass", "alarmDefinitionId", "probableCauseId",
+		"alarmRaisedTime", "alarmChangedTime", "alarmAcknowledgeTime", "alarmAcknowledged", "perceivedSeverity"} {
+		if v, ok := a[k]; ok {
+			body[k] = v
+		}
+	}
+	if sub.ConsumerSubscriptionID != "" {
+		body["consumerSubscriptionId"] = sub.ConsumerSubscriptionID
+	}
+	b, _ := json.Marshal(body)
+	return b
 }

@@ -78,7 +78,7 @@ func (a *API) routes(prefix string, mj nbi.Major) {
 	m.Handle("PATCH "+v+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
 	a.taskRoutes(v)
 	if a.subs != nil {
-		a.registerSubscriptions(m, v)
+		a.registerSubscriptions(m, v, mj.Segment)
 	}
 }
 
