@@ -48,7 +48,10 @@ func TestAMeasurementJobReportsWhatPrometheusScrapedThroughTheBinary(t *testing.
 	defer func() { call(t, http.MethodDelete, jobURL, nil) }()
 
 	var job perfJob
-	eventually(t, 60*time.Second, func() bool { job = getJob(t, jobURL); return job.Status == "RUNNING" && job.value("memory.total", r1) != nil },
+	eventually(t, 60*time.Second, func() bool {
+		job = getJob(t, jobURL)
+		return job.Status == "RUNNING" && job.value("memory.total", r1) != nil
+	},
 		"never collected: %v", lazy(func() string { return fmt.Sprint(job) }))
 	for _, c := range []struct {
 		m, r string
