@@ -87,7 +87,18 @@ func TestPerformanceServiceConfiguration(t *testing.T) {
 	}
 	require.Equal(t, http.StatusUnsupportedMediaType, e.send(http.MethodPut, cfg, `{"retentionPeriod": 2}`, "text/plain").Code())
 	e.restart()
-	require.JSONEq(t, `{"retentionPeriod": 7, "extensions": {"b": 2, "c": 3}}`, string(e.get(cfg).Body))
+	x = e.get(cfg)
+	require.JSONEq(t, `{"retentionPeriod": 7, "extensions": {"b": 2, "c": 3}}`, string(x.Body))
+
+	// If-Match: the ETag read is honoured; one from before another change is 412, nothing written.
+	tag := x.Resp.Header.Get("ETag")
+	require.NotEmpty(t, tag)
+	x = e.send(http.MethodPatch, cfg, `{"retentionPeriod": 8}`, mediaMergePatch, "If-Match", tag)
+	require.Equal(t, http.StatusOK, x.Code(), string(x.Body))
+	require.NotEqual(t, tag, x.Resp.Header.Get("ETag"))
+	x = e.send(http.MethodPut, cfg, `{"retentionPeriod": 9}`, "application/json", "If-Match", tag)
+	require.Equal(t, http.StatusPreconditionFailed, x.Code(), string(x.Body))
+	require.EqualValues(t, 8, e.get(cfg).Object(t)["retentionPeriod"])
 }
 
 // With Prometheus unreachable a job is collected all the same: FAILED, a gap opened with the reason

@@ -1,12 +1,15 @@
 package performanceapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
 	"mime"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
@@ -14,7 +17,9 @@ import (
 )
 
 // The performance service configuration (clause 3.7.4.4): GET, PUT (a whole new one) and PATCH (a JSON
-// merge patch, RFC 7396, answered with only the attributes it modified).
+// merge patch, RFC 7396, answered with only the attributes it modified). Every answer carries an ETag of
+// the configuration; a PUT or PATCH with If-Match naming another is 412 (Tables 3.7.4.4.3.3-2 and
+// 3.7.4.4.3.4-2: the resource was modified by another entity meanwhile).
 
 const (
 	maxBody         = 64 << 10
@@ -45,8 +50,16 @@ func (a *API) getConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", etagOf(s.Config))
 	a.mux.Write(w, r, http.StatusOK, s.Config)
 	return nil
+}
+
+// etagOf is a strong entity tag of the configuration: a digest of its JSON (encoding/json sorts keys).
+func etagOf(c performance.ServiceConfig) string {
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
 }
 
 // putConfig replaces the configuration: retentionPeriod (days, 1 to 365) and extensions.
@@ -66,6 +79,7 @@ func (a *API) putConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", etagOf(next))
 	a.mux.Write(w, r, http.StatusOK, next)
 	return nil
 }
@@ -93,6 +107,7 @@ func (a *API) patchConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", etagOf(next))
 	out := map[string]any{}
 	if patch.RetentionPeriod != nil {
 		out["retentionPeriod"] = next.RetentionPeriod
@@ -138,7 +153,12 @@ func mergeConfig(cur performance.ServiceConfig, retention, extensions json.RawMe
 
 // setConfig stores the configuration change makes of the current one, checked, and answers it.
 func (a *API) setConfig(r *http.Request, change func(performance.ServiceConfig) (performance.ServiceConfig, error)) (performance.ServiceConfig, error) {
+	ifMatch := strings.TrimSpace(r.Header.Get("If-Match"))
 	s, err := a.update(r.Context(), func(s *performance.State) (bool, error) {
+		if ifMatch != "" && ifMatch != "*" && ifMatch != etagOf(s.Config) {
+			return false, nbi.NewProblem(http.StatusPreconditionFailed, "If-Match %s: the configuration was modified meanwhile (now %s); read it again",
+				nbi.Truncate(ifMatch, 80), etagOf(s.Config))
+		}
 		next, err := change(s.Config)
 		if err != nil {
 			return false, err
