@@ -89,6 +89,7 @@ var environment = []envGroup{
 		{[]string{"PROMETHEUS_CA_FILE", "PROMETHEUS_TOKEN_FILE"}, "system roots, —", "Prometheus TLS trust, and a bearer token file re-read when rotated (sent only over `https` or to loopback)"},
 		{[]string{"PROMETHEUS_TIMEOUT"}, "`10`", "seconds per query"},
 		{[]string{"PERFORMANCE_MAX_JOBS", "PERFORMANCE_MIN_INTERVAL", "PERFORMANCE_MAX_RESULTS"}, "`20`, `30`, `500`", "measurement jobs kept (one more is a 409), the least `collectionInterval` (s), values kept per job (beyond, the job is `DEGRADED`)"},
+		{[]string{"PERFORMANCE_MAX_SUBSCRIPTIONS"}, "`20`", "`performanceSubscriptions` kept (each collection of a job is a report to its subscribers); one more is a 409"},
 	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},

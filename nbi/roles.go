@@ -38,8 +38,8 @@ func Roles() []Role {
 		{[]string{"get"}, []string{inventoryRoot + "/*", monitoringRoot + "/*", provisioningRoot + "/*", performanceRoot + "/*"}},
 	}}
 	subscriber := Role{"o2ims-subscriber", []RoleRule{
-		{[]string{"get", "post"}, []string{inventoryRoot + "/v1/subscriptions", monitoringRoot + "/v1/alarmSubscriptions"}},
-		{[]string{"get", "delete"}, []string{inventoryRoot + "/v1/subscriptions/*", monitoringRoot + "/v1/alarmSubscriptions/*"}},
+		{[]string{"get", "post"}, []string{inventoryRoot + "/v1/subscriptions", monitoringRoot + "/v1/alarmSubscriptions", performanceRoot + "/v2/performanceSubscriptions"}},
+		{[]string{"get", "delete"}, []string{inventoryRoot + "/v1/subscriptions/*", monitoringRoot + "/v1/alarmSubscriptions/*", performanceRoot + "/v2/performanceSubscriptions/*"}},
 	}}
 	maintainer := Role{"o2ims-maintainer", []RoleRule{
 		{[]string{"get", "patch"}, []string{monitoringRoot + "/v1/alarms/*"}},

@@ -52,6 +52,8 @@ type Bounds struct {
 	MaxJobs     int // jobs kept; one more is a 409
 	MinInterval int // seconds: the least collectionInterval
 	MaxResults  int // values kept per job (measurements × resources); beyond, the job is DEGRADED
+	// MaxSubscriptions caps the performanceSubscriptions; one more is a 409.
+	MaxSubscriptions int
 }
 
 // MaxInterval is the greatest collectionInterval, one day.
@@ -59,7 +61,7 @@ const MaxInterval = 86400
 
 // DefaultBounds are the bounds without configuration: 20 jobs of at most 500 values each (about 100
 // bytes of JSON a value, gzip'd well below the ConfigMap's limit), collected at most every 30 s.
-var DefaultBounds = Bounds{MaxJobs: 20, MinInterval: 30, MaxResults: 500}
+var DefaultBounds = Bounds{MaxJobs: 20, MinInterval: 30, MaxResults: 500, MaxSubscriptions: 20}
 
 // Environment variables of the performance API (main_env.go lists them).
 const (
@@ -79,6 +81,7 @@ func BoundsFromEnv(getenv func(string) string) (Bounds, error) {
 		{EnvMaxJobs, &b.MaxJobs, 1, 200},
 		{EnvMinInterval, &b.MinInterval, 1, MaxInterval},
 		{EnvMaxResults, &b.MaxResults, 1, 5000},
+		{EnvMaxSubscriptions, &b.MaxSubscriptions, 1, 1000},
 	} {
 		raw := getenv(v.name)
 		if raw == "" {

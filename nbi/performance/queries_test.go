@@ -48,7 +48,7 @@ func TestBoundsFromEnv(t *testing.T) {
 	env := map[string]string{EnvMaxJobs: "5", EnvMinInterval: "10", EnvMaxResults: "100"}
 	b, err = BoundsFromEnv(func(k string) string { return env[k] })
 	require.NoError(t, err)
-	require.Equal(t, Bounds{MaxJobs: 5, MinInterval: 10, MaxResults: 100}, b)
+	require.Equal(t, Bounds{MaxJobs: 5, MinInterval: 10, MaxResults: 100, MaxSubscriptions: 20}, b)
 	for _, bad := range []string{"0", "-1", "x", "100000"} {
 		_, err := BoundsFromEnv(func(k string) string {
 			if k == EnvMaxResults {

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -37,10 +38,12 @@ var Majors = []nbi.Major{{Segment: "v2", Versions: []string{"2.0.0"}}}
 
 // API is the performance API over store, bounded by bounds.
 type API struct {
-	store  *performance.Store
-	bounds performance.Bounds
-	now    func() time.Time
-	mux    *nbi.Mux
+	store   *performance.Store
+	bounds  performance.Bounds
+	now     func() time.Time
+	mux     *nbi.Mux
+	subs    *inventory.SubscriptionStore // nil: no performanceSubscriptions
+	created func()
 }
 
 // New is the performance API answering from store.
@@ -74,6 +77,9 @@ func (a *API) routes(v string, _ nbi.Major) {
 	m.Handle("GET "+v+"/performanceServiceConfiguration", nbi.VerbList, a.getConfig)
 	m.Handle("PUT "+v+"/performanceServiceConfiguration", nbi.VerbUpdate, a.putConfig)
 	m.Handle("PATCH "+v+"/performanceServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
+	if a.subs != nil {
+		a.subscriptionRoutes(v)
+	}
 }
 
 // load reads the stored jobs within the API-server call timeout.

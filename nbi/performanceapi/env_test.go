@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
+	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -32,7 +34,7 @@ const (
 )
 
 // testBounds let a job collect every second (the evaluator is driven by hand, on its own clock).
-var testBounds = performance.Bounds{MaxJobs: 3, MinInterval: 1, MaxResults: 50}
+var testBounds = performance.Bounds{MaxJobs: 3, MinInterval: 1, MaxResults: 50, MaxSubscriptions: 5}
 
 // env is the performance API and evaluator over the operator's real parts: a NetBox simulator read
 // through the real NetBox client into the real inventory view (hosts host-1 and host-2), the jobs stored
@@ -47,6 +49,8 @@ type env struct {
 	eval      *performance.Evaluator
 	promURL   string // "" no Prometheus configured (queries fail)
 	auth      bool   // NBI_AUTH=kubernetes: callers reviewed by the API server
+	subs      *inventory.SubscriptionStore
+	policy    *callback.Policy // loopback allowed, for the test's receivers
 
 	mu     sync.Mutex
 	offset time.Duration // the evaluator's clock, ahead of the real one
@@ -102,11 +106,19 @@ func (e *env) restart() {
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
 	}
+	if e.policy == nil {
+		p, err := callback.New(callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+		require.NoError(t, err)
+		e.policy = p
+	}
+	e.subs = inventory.NewSubscriptionStore(e.kube, e.namespace).WithKind(performance.Subscriptions).
+		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy).WithMax(testBounds.MaxSubscriptions)
+	api := New(e.store, testBounds).WithSubscriptions(e.subs, nil)
 	if e.auth {
-		e.Serve(e.kube, zap.NewNop(), []nbi.API{New(e.store, testBounds)}, nbitest.WithKubernetesAuth)
+		e.Serve(e.kube, zap.NewNop(), []nbi.API{api}, nbitest.WithKubernetesAuth)
 		return
 	}
-	e.Serve(nil, zap.NewNop(), []nbi.API{New(e.store, testBounds)})
+	e.Serve(nil, zap.NewNop(), []nbi.API{api})
 }
 
 // connect points a new evaluator at the Prometheus at url ("" a closed port: every query fails).
