@@ -390,6 +390,7 @@ type wiring struct {
 	op             *framework.Operator
 	inv            *inventoryWiring // main_inventory.go; nil without NETBOX_URL
 	alarmsAPI      nbi.API          // main_alarms.go; nil without NETBOX_URL
+	performanceAPI nbi.API          // main_performance.go; nil without NETBOX_URL
 	hostStep       handlers.Hosts   // nil without NETBOX_URL
 }
 
@@ -462,6 +463,9 @@ func (w *wiring) addInventory() error {
 	if w.alarmsAPI, err = w.inv.serveAlarms(cacheStore{w.op}, nb, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace); err != nil {
 		return err
 	}
+	if w.performanceAPI, err = w.inv.servePerformance(w.op, w.podNamespace); err != nil {
+		return err
+	}
 	// The chain records the resource ids the inventory answers: the same O-Cloud id.
 	w.hostStep = hosts.New(handlers.HostsConfig(w.cfg.chain, w.inv.cfg.OCloudID), nb, w.inv.view, w.clients, w.op.Cache(), w.op.Registry())
 	return nil
@@ -507,7 +511,7 @@ func (w *wiring) addNorthbound() error {
 	if err != nil {
 		return err
 	}
-	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI, w.alarms()); err != nil {
+	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI, w.alarms(), w.performance()); err != nil {
 		return err
 	}
 	// A port in use, or the serving loop ending by itself, stops the operator; the drain comes after the

@@ -92,6 +92,13 @@ var environment = []envGroup{
 		{[]string{"SMO_CA_FILE"}, "system roots", "PEM CAs trusted (besides the system's roots and `CALLBACK_CA_FILE`) for the SMO and its token endpoint; reloaded when it changes"},
 		{[]string{"SMO_REGISTRATION_URL"}, "off", "the SMO's `oCloudAvailableEventNotification` callback: the leader POSTs the OCloud Available Notification (`globalCloudId`, `oCloudId`, `IMS_EP` = `OCLOUD_SERVICE_URI`, which it needs) once the cache is synced and the NBI listens, until a 2xx (backoff up to 5 min), and again when they change (`o2ims_smo_registered`; a `degraded:` line in `/readyz` while refused, never a 503)"},
 	}},
+	{"O2IMS performance API (with `NETBOX_URL` and `PROMETHEUS_URL`)", []envVar{
+		{[]string{"PROMETHEUS_URL"}, "off", "the Prometheus measurement jobs are collected from (`http(s)://…`, the node exporter's metrics of the inventory's hosts, `instance` label = the NetBox device name); enables `/O2ims_infrastructurePerformance/v2`"},
+		{[]string{"PROMETHEUS_CA_FILE", "PROMETHEUS_TOKEN_FILE"}, "system roots, —", "Prometheus TLS trust, and a bearer token file re-read when rotated (sent only over `https` or to loopback)"},
+		{[]string{"PROMETHEUS_TIMEOUT"}, "`10`", "seconds per query"},
+		{[]string{"PERFORMANCE_MAX_JOBS", "PERFORMANCE_MIN_INTERVAL", "PERFORMANCE_MAX_RESULTS"}, "`20`, `30`, `500`", "measurement jobs kept (one more is a 409), the least `collectionInterval` (s), values kept per job (beyond, the job is `DEGRADED`)"},
+		{[]string{"PERFORMANCE_MAX_SUBSCRIPTIONS"}, "`20`", "`performanceSubscriptions` kept (each collection of a job is a report to its subscribers); one more is a 409"},
+	}},
 	{"Process", []envVar{
 		{[]string{"POD_NAMESPACE"}, "`default`", "the operator's namespace (the leader-election Lease, inventory and alarm subscriptions, the alarms)"},
 		{[]string{"POD_IP"}, "—", "the pod's IP (downward API `status.podIP`): callbacks may not reach it, on any port"},

@@ -15,6 +15,9 @@ const (
 	inventoryRoot    = "/o2ims-infrastructureInventory"
 	monitoringRoot   = "/o2ims-infrastructureMonitoring"
 	provisioningRoot = "/o2ims-infrastructureProvisioning"
+	// performanceRoot is the spec's spelling, the canonical one (oran-o2ims has no performance API);
+	// nbi/performanceapi authorises its lowercase alias as it.
+	performanceRoot = "/O2ims_infrastructurePerformance"
 )
 
 // RoleRule grants verbs on paths (a trailing * matches any rest, as in RBAC).
@@ -32,15 +35,20 @@ func (r Role) ClusterRole() string { return "o2ims-nbi-" + strings.TrimPrefix(r.
 // Roles are the O2IMS roles; the last, o2ims-admin, is all the others together.
 func Roles() []Role {
 	reader := Role{"o2ims-reader", []RoleRule{
-		{[]string{"get"}, []string{inventoryRoot + "/*", monitoringRoot + "/*", provisioningRoot + "/*"}},
+		{[]string{"get"}, []string{inventoryRoot + "/*", monitoringRoot + "/*", provisioningRoot + "/*", performanceRoot + "/*"}},
 	}}
 	subscriber := Role{"o2ims-subscriber", []RoleRule{
-		{[]string{"get", "post"}, []string{inventoryRoot + "/v1/subscriptions", monitoringRoot + "/v1/alarmSubscriptions"}},
-		{[]string{"get", "delete"}, []string{inventoryRoot + "/v1/subscriptions/*", monitoringRoot + "/v1/alarmSubscriptions/*"}},
+		{[]string{"get", "post"}, []string{inventoryRoot + "/v1/subscriptions", monitoringRoot + "/v1/alarmSubscriptions", performanceRoot + "/v2/performanceSubscriptions"}},
+		{[]string{"get", "delete"}, []string{inventoryRoot + "/v1/subscriptions/*", monitoringRoot + "/v1/alarmSubscriptions/*", performanceRoot + "/v2/performanceSubscriptions/*"}},
 	}}
 	maintainer := Role{"o2ims-maintainer", []RoleRule{
 		{[]string{"get", "patch"}, []string{monitoringRoot + "/v1/alarms/*"}},
 		{[]string{"get", "put", "patch"}, []string{monitoringRoot + "/v1/alarmServiceConfiguration"}},
+		// Measurement jobs load Prometheus and the store: created and deleted by who configures the
+		// O-Cloud's services, not by every reader.
+		{[]string{"get", "post"}, []string{performanceRoot + "/v2/measurementJobs"}},
+		{[]string{"get", "delete"}, []string{performanceRoot + "/v2/measurementJobs/*"}},
+		{[]string{"get", "put", "patch"}, []string{performanceRoot + "/v2/performanceServiceConfiguration"}},
 	}}
 	provisioner := Role{"o2ims-provisioner", []RoleRule{
 		{[]string{"get", "post"}, []string{provisioningRoot + "/v1/provisioningRequests"}},

@@ -140,6 +140,9 @@ func (r Renderer) Render(sub inventory.Subscription, filter any, n inventory.Not
 	if skip, set := filter.(EventType); set && skip == event {
 		return nil, false
 	}
+	if sub.Major == "v2" {
+		return r.renderV2(sub, event, n), true
+	}
 	a := n.Post.Attrs
 	ext := map[string]any{}
 	if e, ok := a["extensions"].(map[string]any); ok {

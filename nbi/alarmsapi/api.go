@@ -10,6 +10,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 const (
@@ -23,9 +24,8 @@ const (
 var Roots = []string{Root, RootSpec}
 
 // Majors are the monitoring API's major versions and the versions each serves (O2IMS Table 3.3.2-1).
-// Not yet done (issue 36 item 2): 2.0.0's data-type changes — v2 answers AlarmEventRecord,
-// AlarmSubscriptionInfo and the alarm notification in oran-o2ims's v1 shapes (resourceTypeID/resourceID,
-// alarmAcknowledgedTime), not the spec's objectTypeId/objectId/objectClass and alarmAcknowledgeTime.
+// v1 answers oran-o2ims's 1.x AlarmEventRecord, v2 the spec's 2.0.0 one (alarms.AttrsV2: objectTypeId,
+// objectId, objectClass, alarmAcknowledgeTime); AlarmSubscriptionInfo has the same members in both.
 var Majors = []nbi.Major{
 	{Segment: "v1", Versions: []string{"1.0.0", "1.1.0", "1.2.0"}},
 	{Segment: "v2", Versions: []string{"2.0.0"}},
@@ -67,17 +67,18 @@ func (a *API) Register(m *nbi.Mux) {
 }
 
 // routes adds the monitoring routes under prefix ({root}/v1 or {root}/v2).
-func (a *API) routes(prefix string, _ nbi.Major) {
+func (a *API) routes(prefix string, mj nbi.Major) {
 	m, v := a.mux, prefix
-	m.Handle("GET "+v+"/alarms", nbi.VerbList, a.list)
-	m.Handle("GET "+v+"/alarms/{alarmEventRecordId}", nbi.VerbList, a.get)
+	sh := shapeOf(mj)
+	m.Handle("GET "+v+"/alarms", nbi.VerbList, func(w http.ResponseWriter, r *http.Request) error { return a.list(w, r, sh) })
+	m.Handle("GET "+v+"/alarms/{alarmEventRecordId}", nbi.VerbList, func(w http.ResponseWriter, r *http.Request) error { return a.get(w, r, sh) })
 	m.Handle("PATCH "+v+"/alarms/{alarmEventRecordId}", nbi.VerbUpdate, a.patch)
 	m.Handle("GET "+v+"/alarmServiceConfiguration", nbi.VerbList, a.getConfig)
 	m.Handle("PUT "+v+"/alarmServiceConfiguration", nbi.VerbUpdate, a.putConfig)
 	m.Handle("PATCH "+v+"/alarmServiceConfiguration", nbi.VerbUpdate, a.patchConfig)
 	a.taskRoutes(v)
 	if a.subs != nil {
-		a.registerSubscriptions(m, v)
+		a.registerSubscriptions(m, v, mj.Segment)
 	}
 }
 
@@ -103,8 +104,8 @@ func storeError(err error) *nbi.Problem {
 
 // list answers the alarms through the shell's list pipeline: filter, attribute selectors and pages in id
 // order, as every list of the NBI.
-func (a *API) list(w http.ResponseWriter, r *http.Request) error {
-	q, err := nbi.ParseList(r.URL.RawQuery, nbi.SchemaListRules(alarms.Schema))
+func (a *API) list(w http.ResponseWriter, r *http.Request, sh shape) error {
+	q, err := nbi.ParseList(r.URL.RawQuery, nbi.SchemaListRules(sh.schema))
 	if err != nil {
 		return err
 	}
@@ -114,11 +115,11 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	var match func(*alarms.Alarm) bool
 	if q.Filter != nil {
-		match = func(al *alarms.Alarm) bool { return q.Filter.Match(al.Attrs()) }
+		match = func(al *alarms.Alarm) bool { return q.Filter.Match(sh.attrs(al)) }
 	}
 	candidates := nbi.After(s.Alarms, q.Marker, func(al *alarms.Alarm) string { return al.ID })
 	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(al *alarms.Alarm) map[string]any {
-		return nbi.ApplySchema(q.Selection, alarms.Schema, al.Attrs())
+		return nbi.ApplySchema(q.Selection, sh.schema, sh.attrs(al))
 	})
 	if more {
 		w.Header().Set("Link", q.NextLink(r.URL, page[len(page)-1]["alarmEventRecordId"].(string)))
@@ -127,7 +128,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) get(w http.ResponseWriter, r *http.Request) error {
+func (a *API) get(w http.ResponseWriter, r *http.Request, sh shape) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -140,7 +141,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return nbi.NewProblem(http.StatusNotFound, "alarm %q not found", id)
 	}
-	a.mux.Write(w, r, http.StatusOK, al.Attrs())
+	a.mux.Write(w, r, http.StatusOK, sh.attrs(al))
 	return nil
 }
 
@@ -151,4 +152,17 @@ func pathID(r *http.Request) (string, error) {
 		return "", nbi.NewProblem(http.StatusNotFound, "alarm %q not found: ids are lowercase UUIDs", nbi.Truncate(id, 100))
 	}
 	return id, nil
+}
+
+// shape is the AlarmEventRecord a major answers: 1.x (oran-o2ims's) under v1, 2.0.0 under v2.
+type shape struct {
+	schema *query.Schema
+	attrs  func(*alarms.Alarm) map[string]any
+}
+
+func shapeOf(mj nbi.Major) shape {
+	if mj.Segment == "v1" {
+		return shape{alarms.Schema, (*alarms.Alarm).Attrs}
+	}
+	return shape{alarms.SchemaV2, (*alarms.Alarm).AttrsV2}
 }

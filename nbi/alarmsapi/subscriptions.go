@@ -47,10 +47,11 @@ func (a *API) WithSubscriptions(subs *inventory.SubscriptionStore, created func(
 	return a
 }
 
-func (a *API) registerSubscriptions(m *nbi.Mux, prefix string) {
+func (a *API) registerSubscriptions(m *nbi.Mux, prefix, major string) {
 	c := prefix + "/alarmSubscriptions"
 	m.Handle("GET "+c, nbi.VerbList, a.listSubscriptions)
-	m.Handle("POST "+c, nbi.VerbCreate, a.createSubscription)
+	// A subscription remembers its major: its notifications come in that version's shape.
+	m.Handle("POST "+c, nbi.VerbCreate, func(w http.ResponseWriter, r *http.Request) error { return a.createSubscription(w, r, major) })
 	m.Handle("GET "+c+"/{alarmSubscriptionId}", nbi.VerbList, a.getSubscription)
 	m.Handle("DELETE "+c+"/{alarmSubscriptionId}", nbi.VerbDelete, a.deleteSubscription)
 }
@@ -126,7 +127,7 @@ func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) error {
 // createSubscription stores an AlarmSubscriptionInfo: an absolute http(s) callback the callback policy
 // accepts, a filter among NEW, CHANGE, CLEAR, ACKNOWLEDGE (400 otherwise); beyond
 // ALARMS_MAX_SUBSCRIPTIONS a 409. 201 with its Location and the stored AlarmSubscriptionInfo.
-func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
+func (a *API) createSubscription(w http.ResponseWriter, r *http.Request, major string) error {
 	data, err := readBody(r, query.MediaJSON)
 	if err != nil {
 		return err
@@ -140,6 +141,9 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 		return nbi.NewProblem(http.StatusBadRequest, "alarmSubscriptionId is allocated by the O-Cloud (readOnly); do not send it")
 	}
 	sub := inventory.Subscription{ConsumerSubscriptionID: info.ConsumerSubscriptionID, Filter: info.Filter, Callback: info.Callback}
+	if major != "v1" {
+		sub.Major = major
+	}
 	if err := sub.ValidateWith(alarms.Subscriptions.CheckFilter); err != nil {
 		return nbi.NewProblem(http.StatusBadRequest, "%v", err)
 	}

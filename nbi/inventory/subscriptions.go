@@ -41,6 +41,9 @@ type Subscription struct {
 	ConsumerSubscriptionID string `json:"consumerSubscriptionId,omitempty"`
 	Filter                 string `json:"filter,omitempty"`
 	Callback               string `json:"callback"`
+	// Major is the API major version the subscription was created under ("" is v1): a monitoring v2
+	// subscriber is notified in 2.0.0's shape.
+	Major string `json:"apiMajor,omitempty"`
 }
 
 // NotificationSchema is what a subscription's filter is checked against and matched on: the

@@ -68,7 +68,7 @@ var hostsMayUse = []string{"handlers/spec", "handlers/kube"}
 // nbiAPIs are the northbound APIs: handler types that register their routes on the shell (nbi), which
 // knows none of them; they meet only in main (the inventory's resource ids answered by the provisioning
 // API are wired there).
-var nbiAPIs = []string{"nbi/provisioning", "nbi/inventoryapi", "nbi/alarmsapi"}
+var nbiAPIs = []string{"nbi/provisioning", "nbi/inventoryapi", "nbi/alarmsapi", "nbi/performanceapi"}
 
 // shared is the infrastructure both API clients and the leaves use (token files, redirects, backoff, text
 // and JSON helpers): it imports nothing of ours outside shared and no k8s.io module, so it adds no arrow

@@ -1,0 +1,209 @@
+package performance
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
+)
+
+// The jobs, their latest results and the performance service configuration are one ConfigMap in the
+// operator's namespace, as the alarms are (nbi/alarms: store.go) and the subscriptions are ConfigMaps
+// there: no CRD to install, shared by every replica, surviving restarts and failover. Every change (an
+// SMO's create or delete on whichever replica serves it, the leader's collections) is one write on the
+// resourceVersion it read, so none overwrites another (a conflict is read again and retried). Its size
+// is bounded by Bounds (jobs × results), gzip JSON.
+const (
+	StoreName      = "o2ims-performance"
+	StoreLabel     = "o2ims.provisioning.oran.org/performance"
+	jobsKey        = "measurementJobs.json.gz"
+	configKey      = "performanceServiceConfiguration.json"
+	updateAttempts = 5
+)
+
+// State is everything stored: the jobs sorted by id, and the configuration.
+type State struct {
+	Jobs   []*Job
+	Config ServiceConfig
+	rv     string
+	stored bool
+}
+
+// Get answers the job with id.
+func (s *State) Get(id string) (*Job, bool) {
+	i, ok := slices.BinarySearchFunc(s.Jobs, id, func(j *Job, id string) int { return strings.Compare(j.ID, id) })
+	if !ok {
+		return nil, false
+	}
+	return s.Jobs[i], true
+}
+
+// Put adds or replaces j, keeping the order.
+func (s *State) Put(j *Job) {
+	i, ok := slices.BinarySearchFunc(s.Jobs, j.ID, func(x *Job, id string) int { return strings.Compare(x.ID, id) })
+	if ok {
+		s.Jobs[i] = j
+		return
+	}
+	s.Jobs = slices.Insert(s.Jobs, i, j)
+}
+
+// Delete removes the job with id; false when there is none.
+func (s *State) Delete(id string) bool {
+	before := len(s.Jobs)
+	s.Jobs = slices.DeleteFunc(s.Jobs, func(j *Job) bool { return j.ID == id })
+	return len(s.Jobs) != before
+}
+
+func (s *State) clone() *State {
+	c := &State{Jobs: make([]*Job, len(s.Jobs)), Config: s.Config.clone(), rv: s.rv, stored: s.stored}
+	for i, j := range s.Jobs {
+		c.Jobs[i] = j.clone()
+	}
+	return c
+}
+
+// Store reads and writes the performance ConfigMap.
+type Store struct {
+	kube      kubernetes.Interface
+	namespace string
+
+	mu   sync.Mutex
+	last *State // decoded once per resourceVersion
+}
+
+// NewStore stores in namespace (the operator's; "" is default).
+func NewStore(kube kubernetes.Interface, namespace string) *Store {
+	if namespace == "" {
+		namespace = "default"
+	}
+	return &Store{kube: kube, namespace: namespace}
+}
+
+// Load reads the state (empty, with the default configuration, before anything was stored). The answer
+// is shared: read it, never change it.
+func (st *Store) Load(ctx context.Context) (*State, error) {
+	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, StoreName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &State{Config: DefaultServiceConfig()}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.last != nil && st.last.rv == cm.ResourceVersion {
+		return st.last, nil
+	}
+	s, err := decode(cm)
+	if err != nil {
+		return nil, err
+	}
+	st.last = s
+	return s, nil
+}
+
+// Update applies change to a copy of the state and writes it when change says it changed something, on
+// the resourceVersion it read; a conflict is read again and retried. It answers the state stored after
+// it, and change's error as it is.
+func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) (*State, error) {
+	for attempt := 1; ; attempt++ {
+		cur, err := st.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		next := cur.clone()
+		changed, err := change(next)
+		if err != nil || !changed {
+			return cur, err
+		}
+		err = st.write(ctx, next)
+		if err == nil || attempt == updateAttempts || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+			return next, err
+		}
+	}
+}
+
+func (st *Store) write(ctx context.Context, s *State) error {
+	cm, err := encode(s)
+	if err != nil {
+		return err
+	}
+	cm.Namespace = st.namespace
+	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller
+	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
+	var out *corev1.ConfigMap
+	if !s.stored {
+		out, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-performance"})
+	} else {
+		cm.ResourceVersion = s.rv
+		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-performance"})
+	}
+	if err != nil {
+		return err
+	}
+	s.rv, s.stored = out.ResourceVersion, true
+	st.mu.Lock()
+	st.last = s
+	st.mu.Unlock()
+	return nil
+}
+
+func encode(s *State) (*corev1.ConfigMap, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(s.Jobs); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	cfg, err := json.Marshal(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   StoreName,
+			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+		},
+		Data:       map[string]string{configKey: string(cfg)},
+		BinaryData: map[string][]byte{jobsKey: buf.Bytes()},
+	}, nil
+}
+
+// decode reads the ConfigMap; an unreadable part is an error (never silently no jobs: the next write
+// would lose them).
+func decode(cm *corev1.ConfigMap) (*State, error) {
+	s := &State{rv: cm.ResourceVersion, stored: true, Config: DefaultServiceConfig()}
+	if raw, ok := cm.Data[configKey]; ok {
+		if err := json.Unmarshal([]byte(raw), &s.Config); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: %s is not a PerformanceServiceConfiguration: %w", cm.Name, configKey, err)
+		}
+	}
+	if s.Config.Extensions == nil {
+		s.Config.Extensions = map[string]any{}
+	}
+	if raw, ok := cm.BinaryData[jobsKey]; ok {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, jobsKey, err)
+		}
+		if err := json.NewDecoder(zr).Decode(&s.Jobs); err != nil {
+			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, jobsKey, err)
+		}
+	}
+	slices.SortFunc(s.Jobs, func(a, b *Job) int { return strings.Compare(a.ID, b.ID) })
+	return s, nil
+}
