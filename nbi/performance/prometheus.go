@@ -65,7 +65,7 @@ func PrometheusConfigFromEnv(getenv func(string) string) (PrometheusConfig, erro
 
 func isLoopback(host string) bool { return host == "localhost" || host == "127.0.0.1" || host == "::1" }
 
-var errRedirect = errors.New("Prometheus answered with a redirect, which is not followed (check " + EnvPrometheusURL + ")")
+var errRedirect = errors.New("a redirect from Prometheus is not followed (check " + EnvPrometheusURL + ")")
 
 // NewPrometheus is the query API of the Prometheus c names; the CA and token files are read now (a
 // configuration error stops the operator at start, as NetBox's do).
