@@ -123,8 +123,13 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 	switch {
 	case errors.As(err, &problem):
 		if taken >= int64(st.cfg.Faults.MaxReplacements) {
-			return verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
-				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}, nil
+			return st.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
+				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}), nil
+		}
+		// Certain for this host, but a shared cause (one wrong Secret for a rack, a wrong namespace) when
+		// several are found so together: the burst guard holds them too.
+		if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), st.cfg.Faults); !ok {
+			return verdict{why: detail + "; its credentials Secret: " + problem.message, held: heldMessage(together, st.cfg.Faults)}, nil
 		}
 		return verdict{quarantine: true, reason: problem.reason, why: "its credentials Secret: " + problem.message}, nil
 	case err != nil:
