@@ -168,6 +168,17 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 		return false, "", fault, err
 	}
 	if !found {
+		// The pass after a claim often runs before the cache holds the BareMetalHost the claim created
+		// (the freshness gate waits for the request's own writes only): a live read of it costs the API
+		// server one GET, where registering again would cost NetBox a device read.
+		switch live, err := st.api.Get(ctx, c, external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id)); {
+		case err == nil:
+			bmh, found = live, true
+		case !framework.IsClass(err, framework.ClassNotFound):
+			return false, "", fault, err
+		}
+	}
+	if !found {
 		dev, err := st.nb.GetDevice(ctx, id)
 		if err != nil {
 			return false, "", fault, inventoryError(err)
