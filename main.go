@@ -28,6 +28,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
+	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
@@ -360,7 +361,7 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 
 // startLogging builds the logger and says, once, what of the configuration is ignored or unsafe.
 func startLogging(o *options, c *config, getenv func(string) string) *zap.Logger {
-	log := framework.NewLogger(c.level, c.jsonLogs)
+	log := redactErrors(framework.NewLogger(c.level, c.jsonLogs))
 	for _, w := range ignoredPythonSettings(getenv) {
 		log.Warn(w)
 	}
@@ -438,6 +439,7 @@ func (w *wiring) newOperator() error {
 		Workers: o.workers, Liveness: o.liveness, MetricsAuth: w.cfg.metricsAuth, Namespace: w.podNamespace,
 		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
 		ShutdownTimeout: o.shutdownTimeout, Logger: w.log, TimeForm: w.cfg.timeForm, Remedy: remedy(),
+		Redact: netcause.Redact,
 	})
 	return err
 }

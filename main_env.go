@@ -66,7 +66,7 @@ var environment = []envGroup{
 		{[]string{"METAL3_NAMESPACE"}, "`metal3`", "where BareMetalHosts and BMC Secrets are created"},
 		{[]string{"BMC_CREDENTIALS_NAMESPACE"}, "`o2ims-bmc-credentials`", "where the labelled BMC credentials Secrets are"},
 		{[]string{"BMC_FAULT_GRACE", "BMC_FAULT_ERROR_COUNT"}, "`900` / `3`", "a claimed host Metal3 cannot register (`registration error`) is quarantined only once the error has lasted this many seconds **and** Metal3's `errorCount` reached this; a refused login (Redfish 401/403) at `errorCount` 2, a missing credentials Secret at once (see the runbook's [BMC faults](runbook.md#bmc-faults))"},
-		{[]string{"BMC_FAULT_BURST", "BMC_FAULT_BURST_WINDOW"}, "`3` / `3600`", "at most this many BMC-fault quarantines within this many seconds, hosts failing now included; beyond, none and the `BMCFaultBurst` alarm (a shared cause is likelier)"},
+		{[]string{"BMC_FAULT_BURST", "BMC_FAULT_BURST_WINDOW"}, "`3` / `3600`", "at most this many BMC-fault quarantines within this many seconds, hosts failing now included; beyond, none and the `BMCFaultBurst` alarm (a shared cause is likelier). Counted from NetBox (pool devices `failed` within the window, whatever the reason), so a restart does not reset it; missing or empty credentials Secrets count too"},
 		{[]string{"BMC_MAX_REPLACEMENTS"}, "`3`", "BMC-fault quarantines one request may cause; beyond, it waits for the host"},
 		{[]string{"BMC_ALLOW_CIDRS", "BMC_ALLOWED_SCHEMES"}, "any but loopback/link-local / all but `+http`", "comma lists: where BMC credentials may be sent (IP literals in these CIDRs) and with which Metal3 address types; a device outside is quarantined (`bmc-address-not-allowed`, within `BMC_FAULT_BURST`), never registered"},
 	}},

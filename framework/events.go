@@ -112,7 +112,8 @@ type eventRecorder struct {
 	metrics    *Metrics
 	log        *zap.Logger
 	ctx        context.Context
-	clock      clock.Clock // the waits between a retryable event write's tries
+	clock      clock.Clock         // the waits between a retryable event write's tries
+	redact     func(string) string // Options.Redact, for every message (nil: none)
 
 	mu      sync.Mutex
 	wake    []chan struct{}
@@ -148,6 +149,9 @@ func newEventRecorder(ctx context.Context, cs kubernetes.Interface, component st
 
 // post queues an event about obj; it never blocks a pass.
 func (r *eventRecorder) post(obj runtime.Object, eventType, reason, message string) {
+	if r.redact != nil {
+		message = r.redact(message)
+	}
 	if len(message) > maxEventMessage {
 		message = message[:maxEventMessage-3] + "..."
 	}

@@ -96,6 +96,10 @@ type Options struct {
 	Remedy RemedyFunc
 	// Registry collects the metrics (a fresh one with Go/process collectors when nil).
 	Registry *prometheus.Registry
+	// Redact masks what must not leave the process (internal addresses, DNS servers) in every error
+	// text the framework writes to an object (progress records), posts as an event or logs above DEBUG;
+	// the unmasked text is logged at DEBUG only. nil: texts are written as they are.
+	Redact func(string) string
 }
 
 func (o *Options) defaults() {

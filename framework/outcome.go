@@ -158,6 +158,7 @@ func (p *pass) count(h *handlerSpec, out outcome) {
 // settleHandler folds a handler's outcome into its state (kopf's with_outcome), counts, logs and posts it,
 // and says what the queue does with the key.
 func (p *pass) settleHandler(h *handlerSpec, hs *handlerState, log *zap.Logger, out outcome) passResult {
+	out = p.redacted(out, log)
 	delay := out.delay
 	if out.kind == outcomeError {
 		delay = p.c.backoffFor(p.key)
@@ -203,6 +204,7 @@ func (p *pass) settleHandler(h *handlerSpec, hs *handlerState, log *zap.Logger, 
 // record and no backoff: an erroring timer keeps its cadence rather than hammering, so its next tick is
 // its retry; a permanent failure stops it for this object.
 func (p *pass) settleTimer(t *handlerSpec, ts *timerState, log *zap.Logger, out outcome) {
+	out = p.redacted(out, log)
 	p.count(t, out)
 	switch out.kind {
 	case outcomeSuccess:
@@ -220,4 +222,18 @@ func (p *pass) settleTimer(t *handlerSpec, ts *timerState, log *zap.Logger, out 
 		log.Error("timer failed permanently; stopped for this object", zap.String("error", out.message))
 		p.post(corev1.EventTypeWarning, EventHandlerFailed, "Timer \""+t.id+"\" failed permanently: "+out.message)
 	}
+}
+
+// redacted passes a run's error text through Options.Redact before it reaches the progress record, an
+// event or a log line above DEBUG; the unmasked text is logged at DEBUG, once per run.
+func (p *pass) redacted(out outcome, log *zap.Logger) outcome {
+	redact := p.c.op.opts.Redact
+	if redact == nil || out.message == "" {
+		return out
+	}
+	if masked := redact(out.message); masked != out.message {
+		log.Debug("handler error before redaction", zap.String("error", out.message))
+		out.message = masked
+	}
+	return out
 }

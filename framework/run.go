@@ -124,6 +124,7 @@ func (o *Operator) syncCaches(s *session) (done bool, err error) {
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	s.atEnd(stopInformers)
 	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics, o.mayAct)
+	o.events.redact = o.opts.Redact
 	s.atEnd(func() { bounded(s.stop.ctx(), o.events.shutdown) })
 	if err := o.buildControllers(); err != nil {
 		return true, err

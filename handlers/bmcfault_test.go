@@ -87,11 +87,10 @@ func onePR(name, label string) map[string]any {
 
 // The issue's repro: five pool hosts whose BMCs do not answer (a switch down) and a request for one.
 // Quarantines stop at BMC_FAULT_BURST (3): the fourth host stays claimed, unquarantined, and the request
-// waits saying why (the phrase the BMCFaultBurst alarm reads).
+// waits saying why (the phrase the BMCFaultBurst alarm reads) — also when, as with the defaults, its
+// BMC_MAX_REPLACEMENTS (3) is reached at the same time: the bound kept the fourth host and the hold was
+// never said, so the alarm never came.
 func TestFiveHostsFailingTogetherQuarantineNoMoreThanTheBurst(t *testing.T) {
-	// Seen at 16:00: three quarantined, as meant, then the hold's message was not found in the recorded
-	// status PATCHes within 60 s; not yet understood, so skipped rather than left red (see the report).
-	t.Skip("issue 34: the hold message is not observed yet; under investigation")
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	inv := newInventory(t, srv, "burst")
@@ -107,14 +106,15 @@ func TestFiveHostsFailingTogetherQuarantineNoMoreThanTheBurst(t *testing.T) {
 		c.BMCFaults.Grace, c.BMCFaults.ErrorCount = 300*time.Millisecond, 2
 	}, nil, inv.client)
 	createPR(t, srv, provisioningRequest("burst-1", "burst", tmplOK, onePR("burst-1", "burst")))
-	eventually(t, 60*time.Second, func() bool { return anyContains(c.said("burst-1"), v1alpha1.QuarantinesHeld) },
-		"the request never said the quarantines are held: %v", c.said("burst-1"))
+	var said []string // the failure prints what was said by then (an argument is evaluated at the call)
+	eventually(t, 60*time.Second, func() bool { said = c.said("burst-1"); return anyContains(said, v1alpha1.QuarantinesHeld) },
+		"the request never said the quarantines are held: %v", &said)
 	eventually(t, 30*time.Second, func() bool { return len(inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed)) >= 3 },
 		"the hosts decided before the hold were never quarantined")
 	time.Sleep(time.Second) // passes go on (REQUEUE_INTERVAL 300ms): still no more
 	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonRegistrationFailed), 3, "still BMC_FAULT_BURST")
-	u, err := srv.AdminDynamic().Resource(v1alpha1.GVR).Namespace("default").Get(context.Background(), "burst-1", metav1.GetOptions{})
-	require.NoError(t, err)
+	u, ok := getPR(t, srv, "burst-1") // cluster-scoped
+	require.True(t, ok)
 	st := v1alpha1.StatusOf(u)
 	assert.Equal(t, v1alpha1.StateProgressing, st.State)
 	assert.Contains(t, st.Message, "a shared cause")
@@ -262,4 +262,34 @@ func TestBMCAddressesOutsideThePolicyNeverGetCredentials(t *testing.T) {
 		d, _ := inv.sim.Device(id)
 		assert.NotContains(t, d.Changelog[len(d.Changelog)-1], "192.168", "the address is not quoted")
 	}
+}
+
+// Five hosts without a credentials Secret (one wrong label or namespace for a rack): certain for one
+// host, a shared cause for five. Found before the claim, they count toward the burst like BMC faults,
+// and the count is NetBox's: a restarted operator (a crash loop in a bad rack) quarantines no more.
+func TestHostsWithoutCredentialsQuarantineNoMoreThanTheBurstAcrossRestarts(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	inv := newInventory(t, srv, "credsburst")
+	var ids []int32
+	for i := 0; i < 5; i++ {
+		ids = append(ids, inv.addHost(t, srv, fmt.Sprintf("credsburst-%d", i), 64, ""))
+	}
+	cfg := func(c *Config) { inv.namespaces(c); c.Requeue = 300 * time.Millisecond }
+	c := startChain(t, srv, "credsburst", cfg, nil, inv.client)
+	createPR(t, srv, provisioningRequest("credsburst-1", "credsburst", tmplOK, onePR("credsburst-1", "credsburst")))
+	var said []string
+	eventually(t, 60*time.Second, func() bool { said = c.said("credsburst-1"); return anyContains(said, v1alpha1.QuarantinesHeld) },
+		"the request never said the quarantines are held: %v", &said)
+	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonCredentialsMissing), 3, "BMC_FAULT_BURST")
+
+	c.stop(t)
+	c2 := startChain(t, srv, "credsburst", cfg, nil, inv.client)
+	// Passes of the new process judged the candidate again: its credentials were looked up (listed).
+	eventually(t, 60*time.Second, func() bool { return c2.rec.Count("GET", "/namespaces/"+inv.creds+"/secrets") >= 3 },
+		"the restarted operator never looked at the candidate again")
+	assert.Len(t, inv.quarantinedWith(ids, netbox.ReasonCredentialsMissing), 3, "a restart quarantined more")
+	u, ok := getPR(t, srv, "credsburst-1")
+	require.True(t, ok)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, v1alpha1.QuarantinesHeld)
 }

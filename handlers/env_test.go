@@ -39,6 +39,10 @@ const (
 	// (tmplClusterDegrades) and keeps doing so.
 	tmplPorchDegrades   = "tmpl-porch-degrades"
 	tmplClusterDegrades = "tmpl-cluster-degrades"
+	// Its published revisions are applied by the GitOps sync syncDelay after their publication (Config
+	// Sync's poll): Porch reports a change published while the Cluster is still the old, settled one.
+	tmplSlowSync = "tmpl-slow-sync"
+	syncDelay    = 3 * time.Second
 	// degradeAfter is when those faults start: after the request was fulfilled.
 	degradeAfter = 10 * time.Second
 )
@@ -59,6 +63,7 @@ var worldOptions = world.Options{
 	ApproveDelay: 100 * time.Millisecond, RolloutDelay: 1500 * time.Millisecond,
 	PorchDegradesAfter:   map[string]time.Duration{tmplPorchDegrades: degradeAfter},
 	ClusterDegradesAfter: map[string]time.Duration{tmplClusterDegrades: degradeAfter},
+	SyncDelay:            map[string]time.Duration{tmplSlowSync: syncDelay},
 }
 
 func TestMain(m *testing.M) {

@@ -459,10 +459,11 @@ func TestAHostDeletedInNetBoxCostsOneReadNotALoop(t *testing.T) {
 	got, _, _ := unstructured.NestedStringSlice(done.Object, "status", "provisionedResourceSet", "oCloudInfrastructureResourceIds")
 	assert.Equal(t, []string{resourceID(ids[3])}, got)
 	t.Logf("device GETs: %d", inv.sim.Calls("GET", netboxsim.RouteDevice)-gets)
-	// At most one read of each deleted host, the claim's own read of the one that is left, and one more of
-	// it when a pass registers it before the cache holds its BareMetalHost (metal3.go registered): never a
-	// loop. The last read appeared with the release guard (issue 34 item 3); its pass is not pinned yet.
-	assert.LessOrEqual(t, inv.sim.Calls("GET", netboxsim.RouteDevice)-gets, 5)
+	// At most one read of each deleted host and the claim's own read of the one that is left: never a
+	// loop. The fifth read seen before was registered()'s (metal3.go): the pass after the claim often runs
+	// before the cache holds the BareMetalHost the claim created, and re-registering read the device
+	// again; a live read of the BareMetalHost now answers that pass.
+	assert.LessOrEqual(t, inv.sim.Calls("GET", netboxsim.RouteDevice)-gets, 4)
 }
 
 // Hosts freed go to the requests waiting for them in the order they began to wait, woken at once (the

@@ -152,6 +152,9 @@ var (
 	msgClusterNotObserved = &message{"cluster-not-observed", progressing,
 		"Cluster resource creation ongoing ({phase}; Cluster API has not observed generation {generation} yet)",
 		"the Cluster's `status.observedGeneration` is behind its generation: its report is about an older spec"}
+	msgClusterNotApplied = &message{"cluster-not-applied", progressing,
+		"Cluster resource creation ongoing (waiting for the published change to be applied to the Cluster: its generation is still {generation}, as when the template was changed)",
+		"Porch published the template change but the Cluster's `metadata.generation` has not moved past the one recorded when the package variant was rewritten: the GitOps sync has not applied the new revision yet (or it does not change the Cluster's spec, and the budget will run out saying so)"}
 	msgClusterRollingOut = &message{"cluster-rolling-out", progressing,
 		"Cluster resource creation ongoing ({phase}; rolling out: {rollout})",
 		"the Cluster is available but Cluster API reports a rollout in progress (v1beta2 conditions `RollingOut=True`, `ControlPlaneMachinesUpToDate` or `WorkerMachinesUpToDate` `False`, `TopologyReconciled=False`): the request waits until it is done"}
@@ -218,7 +221,7 @@ var messages = []*message{
 	msgHostsPreparing, msgHostsGivingBack, msgHostsRetrying, msgHostsHeldWithoutInventory,
 	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingAwaitingRender, msgRenderingAwaitingApproval, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
 	msgRenderingCreateLost, msgRenderingUpdateRaced, msgRenderingRetrying,
-	msgClusterAbsent, msgClusterNotObserved, msgClusterRollingOut, msgClusterOngoing,
+	msgClusterAbsent, msgClusterNotObserved, msgClusterNotApplied, msgClusterRollingOut, msgClusterOngoing,
 	msgFulfilled,
 	msgInvalid, msgHostsWithoutInventory, msgPackageVariantConflict, msgClusterNameChanged,
 	msgHostsFailed, msgRenderingFailed, msgClusterFailed, msgTimedOut,

@@ -182,12 +182,11 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 		return pv, nil
 	}
 	pv = pv.DeepCopy()
-	pv.Object["spec"] = want
-	ann := pv.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
+	ann, err := h.rewriteAnnotations(ctx, c, pv, want, req)
+	if err != nil {
+		return nil, h.retryOrFail(c, err)
 	}
-	ann[AnnotationSpecUpdated] = c.Now.UTC().Format(time.RFC3339Nano)
+	pv.Object["spec"] = want
 	pv.SetAnnotations(ann)
 	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
 	if ae, _ := framework.AsAPIError(err); ae != nil && (ae.Class == framework.ClassConflict || ae.MayHaveLanded) {
@@ -211,6 +210,31 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	}
 	c.Normal(EventUpdated, "Updated package variant "+pvRef(updated)+" to the request's new spec")
 	return updated, nil
+}
+
+// rewriteAnnotations are the PackageVariant's annotations with the rewrite recorded: its time
+// (AnnotationSpecUpdated) and, when the template changes, the Cluster's generation read live now
+// (AnnotationClusterGeneration): the Cluster counts for the change only once an apply has moved it past
+// that (observed.go). A labels-only change keeps the generation an earlier template change recorded.
+func (h *Handlers) rewriteAnnotations(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, want map[string]any, req Request) (map[string]string, error) {
+	ann := pv.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationSpecUpdated] = c.Now.UTC().Format(time.RFC3339Nano)
+	have, _ := pv.Object["spec"].(map[string]any)
+	if have == nil || !reflect.DeepEqual(have["upstream"], want["upstream"]) {
+		var gen int64
+		cl, err := h.kube.Get(ctx, c, h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
+		switch {
+		case err == nil:
+			gen = cl.GetGeneration()
+		case !framework.IsClass(err, framework.ClassNotFound):
+			return nil, err
+		}
+		ann[AnnotationClusterGeneration] = strconv.FormatInt(gen, 10)
+	}
+	return ann, nil
 }
 
 // retryOrFail turns a classified failure of a PackageVariant call into the request's status: a retryable

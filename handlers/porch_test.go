@@ -82,12 +82,10 @@ func TestAChangeWhoseDraftIsNeverPublishedIsNeverFulfilled(t *testing.T) {
 }
 
 // A change that Porch renders and an administrator publishes is fulfilled only once CAPI has rolled the
-// Cluster out: not while RollingOut=True, and then on the published revision of the new template.
+// Cluster out: not while RollingOut=True, and then on the published revision of the new template. The
+// revision is read live and the Cluster from the cache; a pass that sees the publication first finds the
+// old Cluster's generation and waits (cluster-not-applied), whatever that Cluster reports.
 func TestAPublishedChangeIsFulfilledAfterTheRollout(t *testing.T) {
-	// Known gap, issue 34 stays open for it: the revision is read live, the Cluster from the cache, so a
-	// pass that sees the publication before the cache holds the synced Cluster (its generation moved, then
-	// RollingOut) takes the old, settled Cluster for the rollout's end. Seen once under load in make test.
-	t.Skip("open: a publication seen before the cache holds the synced Cluster is fulfilled early (issue 34)")
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	c := startChain(t, srv, "rollout", func(c *Config) { c.Requeue = 300 * time.Millisecond }, nil)
@@ -98,17 +96,53 @@ func TestAPublishedChangeIsFulfilledAfterTheRollout(t *testing.T) {
 	st := c.trail.await(t, "rollout-1", msgClusterRollingOut, 20*time.Second)
 	assert.Contains(t, st.Message, "RollingOut=True RollingOut")
 	done := waitState(t, srv, "rollout-1", v1alpha1.StateFulfilled, 30*time.Second)
-	pr, ok := publishedTarget(t, srv, "rollout-1")
+	c.trail.fulfilledOnlyAfter(t, "rollout-1", msgClusterRollingOut)
+	assertFulfilledOnTheRollout(t, srv, "rollout-1", "edge-rollout-1", tmplOK, done)
+}
+
+// The race itself, made certain: Porch publishes the change and the GitOps sync applies it syncDelay later
+// (Config Sync's poll; a cache lagging the API server is the same state, shorter). Meanwhile the Cluster
+// is the old, settled one — observedGeneration current, Available, not rolling out — and it must not be
+// taken for the end of the change's rollout: the request says it waits for the apply, naming the
+// generation it must pass, and is fulfilled only after CAPI rolled the applied spec out.
+func TestAPublicationNotYetAppliedIsNotFulfilled(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "slowsync", func(c *Config) { c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("slowsync-1", "slowsync", tmplSlowSync, map[string]any{"clusterName": "edge-slowsync-1"}))
+	waitState(t, srv, "slowsync-1", v1alpha1.StateFulfilled, 30*time.Second)
+	gvr := external.ClusterGVR("v1beta2")
+	before, err := srv.AdminDynamic().Resource(gvr).Namespace("default").Get(context.Background(), "edge-slowsync-1", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	patchPR(t, srv, "slowsync-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	st := c.trail.await(t, "slowsync-1", msgClusterNotApplied, 20*time.Second)
+	assert.Equal(t, msgClusterNotApplied.with(fmt.Sprint(before.GetGeneration())).text, st.Message)
+	_, published := publishedTarget(t, srv, "slowsync-1")
+	assert.True(t, published, "waiting for the apply before Porch published the change")
+	done := waitState(t, srv, "slowsync-1", v1alpha1.StateFulfilled, 30*time.Second)
+	c.trail.fulfilledOnlyAfter(t, "slowsync-1", msgClusterRollingOut)
+	after, err := srv.AdminDynamic().Resource(gvr).Namespace("default").Get(context.Background(), "edge-slowsync-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, after.GetGeneration(), before.GetGeneration(), "fulfilled on a Cluster the change was never applied to")
+	assertFulfilledOnTheRollout(t, srv, "slowsync-1", "edge-slowsync-1", tmplSlowSync, done)
+}
+
+// assertFulfilledOnTheRollout: the published revision is of the new template version, and the request was
+// fulfilled no earlier than CAPI's rollout ended.
+func assertFulfilledOnTheRollout(t *testing.T, srv *kubeapi.Server, name, cluster, template string, done *unstructured.Unstructured) {
+	t.Helper()
+	pr, ok := publishedTarget(t, srv, name)
 	require.True(t, ok, "fulfilled without a published revision")
 	ref, _, _ := unstructured.NestedString(pr.Object, "status", "upstreamLock", "git", "ref")
 	up, err := srv.AdminDynamic().Resource(external.PackageRevisionGVR).Namespace("default").Get(context.Background(),
-		"catalog-infra-capi."+tmplOK+".v2.0.0", metav1.GetOptions{})
+		"catalog-infra-capi."+template+".v2.0.0", metav1.GetOptions{})
 	require.NoError(t, err)
 	rev, _, _ := unstructured.NestedInt64(up.Object, "spec", "revision")
-	assert.Equal(t, fmt.Sprintf("%s/v%d", tmplOK, rev), ref, "fulfilled on a revision of another template version")
+	assert.Equal(t, fmt.Sprintf("%s/v%d", template, rev), ref, "fulfilled on a revision of another template version")
 	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
 	require.NoError(t, err)
-	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), "edge-rollout-1", metav1.GetOptions{})
+	cl, err := srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), cluster, metav1.GetOptions{})
 	require.NoError(t, err)
 	rolling, _ := condition(cl, "RollingOut")
 	assert.Equal(t, "False", rolling["status"])
@@ -155,4 +189,26 @@ func (tr *statusTrail) never(t *testing.T, name string, m *message, when string)
 		}
 	}
 	require.True(t, after, "request %s was never re-driven", name)
+}
+
+// fulfilledOnlyAfter fails the test when, after the request's first re-drive, it was fulfilled before the
+// trail held m (CAPI's report that the change is rolling out).
+func (tr *statusTrail) fulfilledOnlyAfter(t *testing.T, name string, m *message) {
+	t.Helper()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	after, seen := false, false
+	for _, st := range tr.seen[name] {
+		switch classify(st.State, st.Message) {
+		case msgRedriven:
+			after = true
+		case m:
+			seen = seen || after
+		case msgFulfilled:
+			if after && !seen {
+				t.Fatalf("request %s fulfilled before %s; trail %v", name, m.key, tr.seen[name])
+			}
+		}
+	}
+	require.True(t, after && seen, "request %s: no %s after its re-drive; trail %v", name, m.key, tr.seen[name])
 }

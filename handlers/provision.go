@@ -57,10 +57,11 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	if done {
 		return err
 	}
-	if done, err := h.provisionRendering(ctx, c, req); done {
+	pv, done, err := h.provisionRendering(ctx, c, req)
+	if done {
 		return err
 	}
-	return h.provisionCluster(c, req, hostIDs)
+	return h.provisionCluster(c, req, hostIDs, pv)
 }
 
 // redrive starts a finished request (fulfilled or failed) again after its spec changed.
@@ -111,28 +112,29 @@ func (h *Handlers) provisionHosts(ctx context.Context, c *framework.Cause, req R
 }
 
 // provisionRendering is the PackageVariant step: ours, with the current spec, and Porch done rendering
-// it. done: the pass ends here, with err.
-func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, req Request) (done bool, err error) {
-	pv, err := h.ensurePackageVariant(ctx, c, req)
+// it; pv is returned for the Cluster step. done: the pass ends here, with err.
+func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, req Request) (pv *unstructured.Unstructured, done bool, err error) {
+	pv, err = h.ensurePackageVariant(ctx, c, req)
 	if pv == nil {
-		return true, err
+		return nil, true, err
 	}
 	if ready, msg := renderingReady(pv); !ready {
-		return true, h.waitWithinBudget(c, "rendering", msg, "")
+		return nil, true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
 	published, msg, err := h.porchPublished(ctx, c, pv, req)
 	if err != nil {
-		return true, h.retryOrFail(c, err)
+		return nil, true, h.retryOrFail(c, err)
 	}
 	if !published {
-		return true, h.waitWithinBudget(c, "rendering", msg, "")
+		return nil, true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
-	return false, nil
+	return pv, false, nil
 }
 
 // provisionCluster is the last step: the CAPI Cluster provisioned fulfills the request (with the hosts'
-// ids), failed fails it; anything else is waited for.
-func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []string) error {
+// ids), failed fails it; anything else is waited for. A Cluster the last template change has not been
+// applied to yet (observed.go clusterApplied) is waited for whatever it reports.
+func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []string, pv *unstructured.Unstructured) error {
 	cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
 	if err != nil {
 		return err
@@ -141,6 +143,9 @@ func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []s
 		return h.waitWithinBudget(c, "cluster", msgClusterAbsent.with(), "")
 	}
 	v := viewCluster(cl, h.clusterVersion)
+	if applied, before := clusterApplied(pv, cl); !applied {
+		return h.waitWithinBudget(c, "cluster", msgClusterNotApplied.with(strconv.FormatInt(before, 10)), "")
+	}
 	if current, generation := clusterCurrent(cl); !current && !v.failed {
 		return h.waitWithinBudget(c, "cluster", msgClusterNotObserved.with(v.phase, strconv.FormatInt(generation, 10)), "")
 	}

@@ -22,6 +22,9 @@ type Pool interface {
 	// OnFreeChange tells fn, under the view's write lock, of every device that comes free, changes while
 	// free (free again) or stops being free.
 	OnFreeChange(fn func(dev *netbox.InventoryDevice, free bool))
+	// FailedSince lists the pool's devices NetBox holds failed (quarantined) and last changed no earlier
+	// than since: the burst guard's memory across restarts (bmcfault.go).
+	FailedSince(since time.Time) []int32
 }
 
 // Allocator hands the pool's free hosts to requests, from memory, first come first served: a host

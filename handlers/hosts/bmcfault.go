@@ -2,7 +2,7 @@ package hosts
 
 import (
 	"fmt"
-	"slices"
+	"maps"
 	"sync"
 	"time"
 
@@ -43,27 +43,75 @@ var DefaultFaultPolicy = FaultPolicy{Grace: 15 * time.Minute, ErrorCount: 3, Bur
 // not count.
 const authErrorCount = 2
 
-// faultGuard holds the BMC-fault quarantines of this process within the burst window: how many hosts
-// "fail together" is those plus our BareMetalHosts in a registration error now. In memory, like the
-// allocator: after a restart only the BareMetalHosts count until new quarantines are decided.
+// faultGuard counts the BMC-fault quarantines within the burst window: "fail together" is those plus our
+// BareMetalHosts in a registration error now. The count must survive a restart, or an operator in a
+// crash loop over a bad rack would quarantine Burst more hosts per restart; so it is NetBox's: the pool's
+// devices failed (quarantined) within the window, from the inventory view (Pool.FailedSince), joined by
+// device with this process's own decisions (a claimed host's quarantine lands in NetBox passes after it
+// was decided, once its BareMetalHost is gone). NetBox keeps the quarantine's reason only in its
+// changelog, not on the device, so every device failed in the window counts, whatever its reason or
+// author: the guard holds sooner, never later, and an administrator who restores devices (failed →
+// staged) lowers the count at once. Without a pool only this process's decisions count.
 type faultGuard struct {
 	mu     sync.Mutex
-	recent []time.Time
+	recent map[int32]time.Time // device → when this process decided its quarantine
+	pool   Pool
 }
 
-// admit decides one BMC-fault quarantine at now with failing hosts in a registration error (the one
-// judged included): allowed while the quarantines in the window plus failing stay within burst, and
-// then recorded. together is that sum, for the message.
-func (g *faultGuard) admit(now time.Time, failing int, p FaultPolicy) (ok bool, together int) {
+// unknownBurst is "together" while the pool's view has not been listed since the start: NetBox's count
+// is not known yet, so nothing is quarantined (heldMessage says so, without the alarm's phrase).
+const unknownBurst = -1
+
+// quarantined is how many devices were quarantined in the window ending at now (g.mu held); ok is false
+// while the pool's view cannot count them yet.
+func (g *faultGuard) quarantined(now time.Time, p FaultPolicy) (n int, ok bool) {
+	maps.DeleteFunc(g.recent, func(_ int32, t time.Time) bool { return now.Sub(t) >= p.BurstWindow })
+	if g.pool == nil {
+		return len(g.recent), true
+	}
+	if !g.pool.IsSynced() {
+		return 0, false
+	}
+	n = len(g.recent)
+	for _, id := range g.pool.FailedSince(now.Add(-p.BurstWindow)) {
+		if _, mine := g.recent[id]; !mine {
+			n++
+		}
+	}
+	return n, true
+}
+
+// admit decides the BMC-fault quarantine of device id at now with failing hosts in a registration error
+// (the one judged included): allowed while the quarantines in the window plus failing stay within burst,
+// and then recorded. together is that sum, for the message (unknownBurst: not counted yet).
+func (g *faultGuard) admit(now time.Time, id int32, failing int, p FaultPolicy) (ok bool, together int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.recent = slices.DeleteFunc(g.recent, func(t time.Time) bool { return now.Sub(t) >= p.BurstWindow })
-	together = len(g.recent) + failing
-	if together > p.Burst {
+	over, together := g.overLocked(now, failing, p)
+	if over {
 		return false, together
 	}
-	g.recent = append(g.recent, now)
+	if g.recent == nil {
+		g.recent = map[int32]time.Time{}
+	}
+	g.recent[id] = now
 	return true, together
+}
+
+// over tells, recording nothing, whether a quarantine now would break the burst: a host not quarantined
+// for another reason (the request's replacement bound) still says that several fail together.
+func (g *faultGuard) over(now time.Time, failing int, p FaultPolicy) (bool, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.overLocked(now, failing, p)
+}
+
+func (g *faultGuard) overLocked(now time.Time, failing int, p FaultPolicy) (bool, int) {
+	n, ok := g.quarantined(now, p)
+	if !ok {
+		return true, unknownBurst
+	}
+	return n+failing > p.Burst, n + failing
 }
 
 // failingHosts counts our BareMetalHosts (every request's, from the cache) in a registration error and
@@ -93,6 +141,9 @@ func replacements(u *unstructured.Unstructured) int64 {
 
 // heldMessage says why BMC-fault quarantines are held (the BMCFaultBurst alarm reads the phrase).
 func heldMessage(together int, p FaultPolicy) string {
+	if together == unknownBurst {
+		return "BMC-fault quarantines wait until the inventory view has listed NetBox (recent quarantines are counted from it)"
+	}
 	return fmt.Sprintf("%s: %d hosts failed their BMC within %s (BMC_FAULT_BURST %d): a shared cause (the BMC network, Ironic, "+
 		"a shared credentials Secret, the BMC address policy) is likelier than broken BMCs; waiting for it to clear",
 		v1alpha1.QuarantinesHeld, together, p.BurstWindow, p.Burst)
@@ -128,13 +179,24 @@ func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken in
 			detail, f.count, since.UTC().Format(time.RFC3339), p.Grace, p.ErrorCount)}
 	}
 	if taken >= int64(p.MaxReplacements) {
-		return verdict{why: fmt.Sprintf("%s; not quarantined: this request replaced %d hosts already (BMC_MAX_REPLACEMENTS); waiting for Metal3 to register it", detail, taken)}
+		return st.boundReached(c, verdict{why: fmt.Sprintf("%s; not quarantined: this request replaced %d hosts already (BMC_MAX_REPLACEMENTS); waiting for Metal3 to register it", detail, taken)})
 	}
-	if ok, together := st.guard.admit(c.Now, st.failingHosts(c), p); !ok {
+	id, _ := netbox.ParseIdentity(s.ID)
+	if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), p); !ok {
 		return verdict{why: detail, held: heldMessage(together, p)}
 	}
 	if f.cause == causeAuth {
 		return verdict{quarantine: true, reason: f.cause.reason(), why: "Metal3 could not register it with its BMC credentials: " + detail}
 	}
 	return verdict{quarantine: true, reason: f.cause.reason(), why: fmt.Sprintf("Metal3 could not register it for %s (errorCount %d): %s", lasted, f.count, detail)}
+}
+
+// boundReached is the verdict on a host the request's replacement bound keeps: still the burst's hold
+// when several hosts fail together, so the BMCFaultBurst alarm is raised (with the default bound equal
+// to the burst, a rack failing behind one request reaches the bound first and never said so).
+func (st *Step) boundReached(c *framework.Cause, v verdict) verdict {
+	if over, together := st.guard.over(c.Now, st.failingHosts(c), st.cfg.Faults); over {
+		v.held = heldMessage(together, st.cfg.Faults)
+	}
+	return v
 }

@@ -49,16 +49,16 @@ func TestTheFaultGuardAdmitsNoMoreThanTheBurst(t *testing.T) {
 	var g faultGuard
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 3; i++ {
-		ok, _ := g.admit(t0, 1, p)
+		ok, _ := g.admit(t0, int32(i+1), 1, p)
 		require.True(t, ok, "quarantine %d", i+1)
 	}
-	ok, together := g.admit(t0, 1, p)
+	ok, together := g.admit(t0, 4, 1, p)
 	assert.False(t, ok, "a fourth within the window")
 	assert.Equal(t, 4, together)
 	var fresh faultGuard
-	ok, _ = fresh.admit(t0, 5, p)
+	ok, _ = fresh.admit(t0, 1, 5, p)
 	assert.False(t, ok, "five failing at once: none")
-	ok, _ = g.admit(t0.Add(time.Hour), 1, p)
+	ok, _ = g.admit(t0.Add(time.Hour), 4, 1, p)
 	assert.True(t, ok, "the window forgot the old ones")
 }
 
@@ -95,4 +95,48 @@ func TestTheBMCAddressPolicy(t *testing.T) {
 	}
 	_, err = ParseAddressPolicy("10.0.0.0/33", "")
 	assert.Error(t, err)
+}
+
+// failedPool is a pool whose view holds quarantined devices, by id, with when they changed.
+type failedPool struct {
+	Pool
+	synced bool
+	failed map[int32]time.Time
+}
+
+func (p failedPool) IsSynced() bool { return p.synced }
+func (p failedPool) FailedSince(since time.Time) []int32 {
+	var out []int32
+	for id, t := range p.failed {
+		if !t.Before(since) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// The burst's count is NetBox's: a restarted process (empty memory) still sees the quarantines of the
+// window, counts once a device both it and the view know, adds its own decisions the view has not seen
+// land yet, and holds until the view is listed.
+func TestTheBurstGuardCountsNetBoxsQuarantinesAcrossRestarts(t *testing.T) {
+	p := FaultPolicy{Burst: 3, BurstWindow: time.Hour}
+	now := time.Now()
+	pool := failedPool{synced: true, failed: map[int32]time.Time{1: now.Add(-10 * time.Minute), 2: now.Add(-time.Minute), 9: now.Add(-2 * time.Hour)}}
+	restarted := faultGuard{pool: pool}
+	ok, together := restarted.admit(now, 3, 1, p)
+	assert.True(t, ok, "two in the window, one outside it: the third is admitted")
+	assert.Equal(t, 3, together)
+	ok, together = restarted.admit(now, 4, 1, p)
+	assert.False(t, ok, "a fourth within the window, though the view has not seen the third land")
+	assert.Equal(t, 4, together)
+	pool.failed[3] = now // the third landed: still three, not four
+	ok, together = restarted.over(now, 0, p)
+	assert.False(t, ok)
+	assert.Equal(t, 3, together)
+
+	notListed := faultGuard{pool: failedPool{}}
+	ok, together = notListed.admit(now, 1, 1, p)
+	assert.False(t, ok, "admitted before NetBox's quarantines could be counted")
+	assert.Equal(t, unknownBurst, together)
+	assert.NotContains(t, heldMessage(together, p), "quarantines held", "the alarm's phrase for a count not made")
 }

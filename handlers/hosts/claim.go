@@ -194,7 +194,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 	creds, err := resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, id)
 	var problem *credentialsProblem
 	if errors.As(err, &problem) {
-		return "", st.setAside(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
+		return st.setAsideGuarded(ctx, c, s, dev, uid, defect{problem.reason, problem.message})
 	}
 	if err != nil {
 		return "", err

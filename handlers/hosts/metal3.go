@@ -123,8 +123,13 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 	switch {
 	case errors.As(err, &problem):
 		if taken >= int64(st.cfg.Faults.MaxReplacements) {
-			return verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
-				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}, nil
+			return st.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
+				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}), nil
+		}
+		// Certain for this host, but a shared cause (one wrong Secret for a rack, a wrong namespace) when
+		// several are found so together: the burst guard holds them too.
+		if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), st.cfg.Faults); !ok {
+			return verdict{why: detail + "; its credentials Secret: " + problem.message, held: heldMessage(together, st.cfg.Faults)}, nil
 		}
 		return verdict{quarantine: true, reason: problem.reason, why: "its credentials Secret: " + problem.message}, nil
 	case err != nil:
@@ -161,6 +166,17 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id))
 	if err != nil {
 		return false, "", fault, err
+	}
+	if !found {
+		// The pass after a claim often runs before the cache holds the BareMetalHost the claim created
+		// (the freshness gate waits for the request's own writes only): a live read of it costs the API
+		// server one GET, where registering again would cost NetBox a device read.
+		switch live, err := st.api.Get(ctx, c, external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id)); {
+		case err == nil:
+			bmh, found = live, true
+		case !framework.IsClass(err, framework.ClassNotFound):
+			return false, "", fault, err
+		}
 	}
 	if !found {
 		dev, err := st.nb.GetDevice(ctx, id)

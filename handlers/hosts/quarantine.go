@@ -74,12 +74,19 @@ func (st *Step) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Sl
 // when several are refused together the policy is likelier wrong than the devices, so it waits
 // unquarantined, and held says why.
 func (st *Step) refuseAddress(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid, why string) (held string, err error) {
-	d := defect{netbox.ReasonBMCAddressNotAllowed, why}
+	return st.setAsideGuarded(ctx, c, s, dev, uid, defect{netbox.ReasonBMCAddressNotAllowed, why})
+}
+
+// setAsideGuarded is setAside for a defect whose cause may be shared (the BMC address policy, a
+// credentials Secret missing, ambiguous or empty: one wrong Secret or namespace for a rack): it counts
+// toward the burst guard like a BMC fault, and when several are found together the candidate waits
+// unquarantined and held says why.
+func (st *Step) setAsideGuarded(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) (held string, err error) {
 	if dev.OwnedBy(uid) {
 		return "", st.setAside(ctx, c, s, dev, uid, d) // our uid cleared only
 	}
-	if ok, together := st.guard.admit(c.Now, 1, st.cfg.Faults); !ok {
-		return heldMessage(together, st.cfg.Faults) + "; " + s.ID + ": " + why, nil
+	if ok, together := st.guard.admit(c.Now, dev.ID, 1, st.cfg.Faults); !ok {
+		return heldMessage(together, st.cfg.Faults) + "; " + s.ID + ": " + d.message, nil
 	}
 	return "", st.setAside(ctx, c, s, dev, uid, d)
 }

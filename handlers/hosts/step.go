@@ -79,7 +79,7 @@ type Step struct {
 	cache  *framework.Cache     // the requests, for the gauges
 	gauges gauges
 	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
-	guard  faultGuard // BMC-fault quarantines of this process within the burst window
+	guard  faultGuard // BMC-fault quarantines within the burst window (this process's, and NetBox's)
 }
 
 // New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
@@ -93,6 +93,7 @@ func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, c
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
 		st.alloc.AliveWith(st.requestAlive)
+		st.guard.pool = pool
 	}
 	if reg != nil {
 		reg.MustRegister(st)

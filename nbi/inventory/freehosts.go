@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"iter"
+	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
@@ -58,4 +59,18 @@ func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device, changed b
 	for _, fn := range v.freeHooks {
 		fn(rec, is)
 	}
+}
+
+// FailedSince lists the devices the view holds with NetBox status failed and last changed no earlier
+// than since (the hosts step's BMC-fault burst guard reads it: quarantines survive a restart in NetBox).
+func (v *View) FailedSince(since time.Time) []int32 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []int32
+	for id, d := range v.devices {
+		if d.rec.Status == netbox.StatusFailed && !d.rec.LastUpdated.Before(since) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

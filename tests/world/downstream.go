@@ -146,6 +146,18 @@ func (p *porch) approveAndSync(ctx context.Context, pv *unstructured.Unstructure
 	if latest == nil || noCluster {
 		return again, nil
 	}
+	if d := o.SyncDelay[template]; d > 0 {
+		// Config Sync applies what it finds at its next poll of the repository, not at the publication.
+		at, _, _ := unstructured.NestedString(latest.Object, "status", "publishTimestamp")
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			if left := due(t, d); left > 0 {
+				if again == 0 || left < again {
+					again = left
+				}
+				return again, nil
+			}
+		}
+	}
 	dir, _, _ := unstructured.NestedString(latest.Object, "status", "upstreamLock", "git", "directory")
 	return again, p.w.sync(ctx, down["package"], dir, latest.GetName())
 }

@@ -73,6 +73,9 @@ type Options struct {
 	NeverPublish                             map[string]bool
 	ApproveDelay                             time.Duration
 	RolloutDelay                             time.Duration
+	// SyncDelay maps a template to how long after a revision's publication the GitOps sync applies it
+	// (Config Sync polls its repository, every 15 s by default; else at once): published, not yet applied.
+	SyncDelay map[string]time.Duration
 	// BadCredentialsUser: a BMC Secret with this username makes Metal3 report a registration error.
 	BadCredentialsUser string
 	// RegistrationRetry is BMO's backoff after a first failed registration (its 1–2 minutes, scaled): the
