@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
 
 // Request and HostRequest are a request's validated spec (package spec).

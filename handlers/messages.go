@@ -168,7 +168,7 @@ var (
 
 	msgInvalid = &message{"invalid", failed,
 		"Provisioning request validation failed; reason: {reason}",
-		"the spec is not a valid request (`handlers/spec`: the field and the broken rule)"}
+		"the spec is not a valid request (`api/spec`: the field and the broken rule)"}
 	msgHostsWithoutInventory = &message{"hosts-without-inventory", failed,
 		"Provisioning request validation failed; reason: hosts are requested but no inventory is configured (NETBOX_URL is not set)",
 		"the spec asks for hosts and the operator runs without `NETBOX_URL`"}

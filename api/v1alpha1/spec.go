@@ -3,7 +3,7 @@ package v1alpha1
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 // Spec field names (spec.<name>). templateName, templateVersion and templateParameters are required by the
-// CRD; handlers/spec.Parse decides what a valid request is.
+// CRD; api/spec.Parse decides what a valid request is.
 const (
 	FieldSpec               = "spec"
 	FieldName               = "name"

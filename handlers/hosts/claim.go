@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 	"github.com/o2ims-operator/o2ims-operator/framework"
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 

@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 )
 
 // Phase is where a host slot is, persisted per host in status.extensions.hosts. The record is what makes

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 )
 
 // plan keeps what was recorded per (role, index), turns recorded positions the spec dropped into surplus

@@ -29,10 +29,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
 	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/o2ims-operator/o2ims-operator/handlers/spec"
+	"github.com/o2ims-operator/o2ims-operator/api/spec"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
@@ -20,7 +20,7 @@ func readData(w http.ResponseWriter, r *http.Request) (query.RequestData, error)
 }
 
 // checkChain (after the id's checks, which answer first) refuses what the provisioning chain would fail
-// the request for, with the chain's own parser (handlers/spec): a 400 naming the field instead of a 201
+// the request for, with the chain's own parser (api/spec): a 400 naming the field instead of a 201
 // for a request that is then failed.
 func (a *API) checkChain(d query.RequestData) error {
 	req, err := spec.Parse(d.Spec(), a.cfg.Chain.Reserved)

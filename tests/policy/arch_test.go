@@ -57,13 +57,13 @@ func rel(importPath string) (string, bool) {
 func under(r, dir string) bool { return r == dir || strings.HasPrefix(r, dir+"/") }
 
 // leaves are the pure packages: no package of ours, no client-go even indirectly, so they can be tested
-// and fuzzed without a cluster and reused by both sides (the NBI validates with handlers/spec; the chain
+// and fuzzed without a cluster and reused by both sides (the NBI validates with api/spec; the chain
 // writes and the NBI reads the resource through api/v1alpha1).
-var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "handlers/spec", "nbi/callback", "nbi/query", "netbox/selector"}
+var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "api/spec", "nbi/callback", "nbi/query", "netbox/selector"}
 
-// hostsMayUse are the chain's packages the host step (handlers/hosts) may import: the parser of the spec
-// it serves and the live API access it shares with the chain.
-var hostsMayUse = []string{"handlers/spec", "handlers/kube"}
+// hostsMayUse are the chain's packages the host step (handlers/hosts) may import: the live API access it
+// shares with the chain.
+var hostsMayUse = []string{"handlers/kube"}
 
 // nbiAPIs are the northbound APIs: handler types that register their routes on the shell (nbi), which
 // knows none of them; they meet only in main (the inventory's resource ids answered by the provisioning
@@ -124,8 +124,8 @@ func importViolations(pkgs []goPackage) []string {
 				flag(p, imp, "one API never imports another: main wires what they share")
 			case under(me, "nbi") && ours && under(them, "framework"):
 				flag(p, imp, "the NBI reconciles nothing: it reads a Store and writes through the API server")
-			case under(me, "nbi") && ours && under(them, "handlers") && them != "handlers/spec":
-				flag(p, imp, "the NBI shares only the chain's parser (handlers/spec), never the chain")
+			case under(me, "nbi") && ours && under(them, "handlers"):
+				flag(p, imp, "the NBI never imports the chain (the parser both use is api/spec)")
 			case !under(me, "tests") && ours && under(them, "tests"):
 				flag(p, imp, "production code never imports a test harness")
 			}
@@ -301,7 +301,7 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "netbox", imports: []string{m("framework")}},
 			{pkg: "netbox/netboxsim", imports: []string{m("netbox")}},
 			{pkg: "netbox", deps: []string{"k8s.io/apimachinery/pkg/types"}},
-			{pkg: "handlers/spec", deps: []string{"k8s.io/client-go/rest"}},
+			{pkg: "api/spec", deps: []string{"k8s.io/client-go/rest"}},
 			{pkg: "nbi/query", deps: []string{"k8s.io/client-go/kubernetes"}},
 			{pkg: "netbox/selector", imports: []string{m("netbox")}},
 			{pkg: "handlers", imports: []string{m("nbi")}},
@@ -320,7 +320,8 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "nbi/inventoryapi", imports: []string{m("framework")}},
 			{pkg: "nbi/inventory", imports: []string{m("framework")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
-			{pkg: "api/v1alpha1", imports: []string{m("handlers/spec")}},
+			{pkg: "api/v1alpha1", imports: []string{m("api/spec")}},
+			{pkg: "nbi/provisioning", imports: []string{m("handlers/kube")}},
 			{pkg: "api/v1alpha1", deps: []string{"k8s.io/client-go/dynamic"}},
 			{pkg: "api/external", imports: []string{m("api/v1alpha1")}},
 			{pkg: "framework", imports: []string{m("api/v1alpha1")}},
@@ -335,10 +336,10 @@ func TestImportBoundaries(t *testing.T) {
 		// What the design allows stays allowed.
 		assert.Empty(t, importViolations([]goPackage{
 			{ImportPath: m("nbi"), Imports: []string{m("api/v1alpha1"), m("internal/quote"), m("nbi/query")}},
-			{ImportPath: m("nbi/provisioning"), Imports: []string{m("api/v1alpha1"), m("handlers/spec"), m("nbi"), m("nbi/query")}},
+			{ImportPath: m("nbi/provisioning"), Imports: []string{m("api/v1alpha1"), m("api/spec"), m("nbi"), m("nbi/query")}},
 			{ImportPath: m("nbi/inventoryapi"), Imports: []string{m("api/external"), m("api/v1alpha1"), m("nbi"), m("nbi/callback"), m("nbi/inventory"), m("nbi/query"), m("netbox")}},
-			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/hosts"), m("handlers/kube")}},
-			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("handlers/spec"), m("handlers/kube"), m("netbox")}},
+			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/hosts"), m("handlers/kube")}},
+			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
 			{ImportPath: m("tests/world"), Imports: []string{m("api/external")}},
 			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), m("internal/bearer"), "k8s.io/client-go/util/workqueue"}},
