@@ -8,7 +8,7 @@
 // a changed spec (porch.go), the Cluster (cluster.go) and its rollout (rollout.go); whether a report is
 // about the current spec (observed.go); the status (status.go), every message it may say (messages.go,
 // the source of docs/chain.md's table) and the budget (budget.go); when the finalizer is needed
-// (holds.go). The hosts are the host step's (package hosts), which the chain calls through the Hosts
+// (ownership.go). The hosts are the host step's (package hosts), which the chain calls through the Hosts
 // interface.
 //
 // The chain never touches the workqueue or sends a patch (the request's changes go into Cause.Patch,

@@ -124,7 +124,7 @@ func (h *Handlers) Register(op *framework.Operator) *framework.Watch {
 	// annotations never re-drive a request.
 	w.OnUpdate("update_fn", h.Update, framework.Field("spec"), framework.OwnProgressEvents())
 	// Deleting a request that holds nothing the garbage collector would not remove needs no finalizer
-	// (holds.go): it is added with the record of what needs releasing, or with the diff-base.
+	// (ownership.go): it is added with the record of what needs releasing, or with the diff-base.
 	w.OnDelete(HandlerDelete, h.Release, framework.OwnProgressEvents(), framework.NeededWhen(h.holdsForRelease))
 	return w
 }

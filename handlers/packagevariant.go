@@ -91,15 +91,6 @@ func rendersAlike(have, want any) bool {
 	return reflect.DeepEqual(strip(have), strip(want))
 }
 
-// ownedByRequest: the name is chosen by the request, so a PackageVariant of that name proves nothing; it
-// is this request's if it carries this request's uid — the uid alone, so a refused clusterName change
-// (the request now names another cluster than the one its PackageVariant targets) does not make our own
-// PackageVariant look foreign to the release.
-func pvOwnedByRequest(pv, pr *unstructured.Unstructured) bool {
-	uid := string(pr.GetUID())
-	return uid != "" && pv.GetAnnotations()[AnnotationRequestUID] == uid
-}
-
 func pvRef(pv *unstructured.Unstructured) string { return pv.GetNamespace() + "/" + pv.GetName() }
 
 // conflict fails the request over a PackageVariant that is not its own. That object is never modified.
