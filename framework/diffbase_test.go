@@ -7,15 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
 // The diff-base we write for a request is byte for byte the one kopf 1.40.1 wrote for it: computed from a
-// request the Python image fulfilled, as captured (tests/pyimage), it equals that request's own
+// request the Python image fulfilled, as captured (tests/pythonimage), it equals that request's own
 // last-handled-configuration — so the image, rolled back to, reads ours as "nothing changed".
 func TestDiffBaseOfARequestIsKopfsBytes(t *testing.T) {
 	prefix := "provisioningrequests.o2ims.provisioning.oran.org"
-	o, err := pyimage.Load(pyimage.Fulfilled, pyimage.As{Name: "pi-fx-fulfilled", Label: "fx"})
+	o, err := pythonimage.Load(pythonimage.Fulfilled, pythonimage.As{Name: "pi-fx-fulfilled", Label: "fx"})
 	require.NoError(t, err)
 	u := o.Request
 	want := u.GetAnnotations()[prefix+"/last-handled-configuration"]

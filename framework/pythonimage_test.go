@@ -13,10 +13,10 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/framework/kopf"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
-// What the released Python image (kopf 1.40.1) left on ProvisioningRequests (tests/pyimage: captured from
+// What the released Python image (kopf 1.40.1) left on ProvisioningRequests (tests/pythonimage: captured from
 // a real API server), handled by the framework under the image's own prefix: the framework's kopf
 // compatibility tested on the image's bytes, not on what we think they are.
 
@@ -26,9 +26,9 @@ var prGVR = schema.GroupVersionResource{Group: "o2ims.provisioning.oran.org", Ve
 
 // pythonImageOperator is newTestOperator on ProvisioningRequests: the captured scenario s, renamed for
 // the test, installed (its request alone), and an operator watching it under the image's prefix.
-func pythonImageOperator(t *testing.T, s pyimage.Scenario, as pyimage.As, opts Options, setup func(w *Watch)) (*testOperator, *unstructured.Unstructured) {
+func pythonImageOperator(t *testing.T, s pythonimage.Scenario, as pythonimage.As, opts Options, setup func(w *Watch)) (*testOperator, *unstructured.Unstructured) {
 	t.Helper()
-	o, err := pyimage.Load(s, as)
+	o, err := pythonimage.Load(s, as)
 	require.NoError(t, err)
 	o.PackageVariant, o.Cluster = nil, nil // the framework knows only the request
 	live, err := o.Install(context.Background(), kubeapi.Shared(t).AdminDynamic())
@@ -59,8 +59,8 @@ func getPR(t *testing.T, name string) *unstructured.Unstructured {
 func TestObjectHandledByThePythonOperatorIsResumedNotRecreated(t *testing.T) {
 	t.Parallel()
 	var log calls
-	as := pyimage.As{Name: "fw-py-done", Label: "fw-py-done"}
-	to, _ := pythonImageOperator(t, pyimage.Fulfilled, as, Options{}, func(w *Watch) {
+	as := pythonimage.As{Name: "fw-py-done", Label: "fw-py-done"}
+	to, _ := pythonImageOperator(t, pythonimage.Fulfilled, as, Options{}, func(w *Watch) {
 		fn := func(_ context.Context, c *Cause) error { log.add(c); return nil }
 		w.OnCreate("create_fn", fn)
 		w.OnResume("create_fn", fn)
@@ -77,8 +77,8 @@ func TestObjectHandledByThePythonOperatorIsResumedNotRecreated(t *testing.T) {
 func TestPythonOperatorsUnfinishedCreateContinuesWithItsProgress(t *testing.T) {
 	t.Parallel()
 	var log calls
-	as := pyimage.As{Name: "fw-py-midway", Label: "fw-py-midway"}
-	to, pr := pythonImageOperator(t, pyimage.NoLabels, as, Options{}, func(w *Watch) {
+	as := pythonimage.As{Name: "fw-py-midway", Label: "fw-py-midway"}
+	to, pr := pythonImageOperator(t, pythonimage.NoLabels, as, Options{}, func(w *Watch) {
 		fn := func(_ context.Context, c *Cause) error { log.add(c); return nil }
 		w.OnCreate("create_fn", fn)
 		w.OnResume("create_fn", fn)
@@ -118,8 +118,8 @@ func TestPythonOperatorsUnfinishedCreateContinuesWithItsProgress(t *testing.T) {
 // sub-handler records themselves untouched.
 func TestPythonImagesRecordKeepsItsFormAndBytesWhenRewritten(t *testing.T) {
 	t.Parallel()
-	as := pyimage.As{Name: "fw-py-timeform", Label: "fw-py-timeform"}
-	to, pr := pythonImageOperator(t, pyimage.Labels, as, Options{TimeForm: kopf.TimeNaive}, func(w *Watch) {
+	as := pythonimage.As{Name: "fw-py-timeform", Label: "fw-py-timeform"}
+	to, pr := pythonImageOperator(t, pythonimage.Labels, as, Options{TimeForm: kopf.TimeNaive}, func(w *Watch) {
 		w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
 			return Temporary(time.Hour, "Cluster resource creation ongoing")
 		})

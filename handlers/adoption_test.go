@@ -15,7 +15,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
 // The Python image's PackageVariant is recognised by the spec kopf recorded as handled (its diff-base)
@@ -26,8 +26,8 @@ func TestThePythonImagesPackageVariantIsKnownByTheSpecItHandled(t *testing.T) {
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
 	h := &Handlers{cfg: cfg}
-	for s, want := range map[pyimage.Scenario]bool{pyimage.Fulfilled: true, pyimage.Labels: false, pyimage.NoLabels: false, pyimage.Early: false} {
-		o, err := pyimage.Load(s, pyimage.As{Name: "known-" + string(s), Label: "unit"})
+	for s, want := range map[pythonimage.Scenario]bool{pythonimage.Fulfilled: true, pythonimage.Labels: false, pythonimage.NoLabels: false, pythonimage.Early: false} {
+		o, err := pythonimage.Load(s, pythonimage.As{Name: "known-" + string(s), Label: "unit"})
 		require.NoError(t, err)
 		pr, pv := o.Request, o.PackageVariant
 		// Times as the API server sets them: the PackageVariant after its request.
@@ -57,8 +57,8 @@ func TestThePythonImagesPackageVariantIsKnownByTheSpecItHandled(t *testing.T) {
 func TestAPythonFulfilledRequestIsAdoptedOnItsFirstChange(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	as := pyimage.As{Name: "adp-edit", Label: "adopt-edit"}
-	live := pythonObjects(t, srv, pyimage.Fulfilled, as)
+	as := pythonimage.As{Name: "adp-edit", Label: "adopt-edit"}
+	live := pythonObjects(t, srv, pythonimage.Fulfilled, as)
 	imageIDs := v1alpha1.ResourceSetOf(live.Request)
 	require.NotEmpty(t, imageIDs.NodeClusterID)
 
@@ -138,8 +138,8 @@ func TestAPythonFulfilledRequestIsAdoptedOnItsFirstChange(t *testing.T) {
 func TestAPythonRequestEditedThenDeletedTakesItsPackageVariantAlong(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	as := pyimage.As{Name: "adp-del", Label: "adopt-del"}
-	pythonObjects(t, srv, pyimage.Fulfilled, as)
+	as := pythonimage.As{Name: "adp-del", Label: "adopt-del"}
+	pythonObjects(t, srv, pythonimage.Fulfilled, as)
 	c := startChain(t, srv, as.Label, selecting(as), nil)
 	eventually(t, 20*time.Second, func() bool {
 		got, _ := getPR(t, srv, as.Name)

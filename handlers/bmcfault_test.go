@@ -18,9 +18,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // bmcAddr is the BMC address addHost gives a host of that name (the world's faults are keyed by it).

@@ -19,7 +19,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
 func TestRequestWalksToFulfilledWithTheRightResources(t *testing.T) {
@@ -445,8 +445,8 @@ func TestSpecUpdateReDrivesAFulfilledRequest(t *testing.T) {
 func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	as := pyimage.As{Name: "python-1", Label: "python"}
-	o, err := pyimage.Load(pyimage.Fulfilled, as)
+	as := pythonimage.As{Name: "python-1", Label: "python"}
+	o, err := pythonimage.Load(pythonimage.Fulfilled, as)
 	require.NoError(t, err)
 	o.PackageVariant, o.Cluster = nil, nil // removed by hand since
 	_, err = o.Install(context.Background(), srv.AdminDynamic())
@@ -457,7 +457,7 @@ func TestFulfilledRequestFromThePythonOperatorStaysUntouched(t *testing.T) {
 	// A request of the same selection created after the start, handled to the end: by then the operator
 	// has had the captured one in its queue from its first listing, so the checks below are not vacuous.
 	sentinel := provisioningRequest("sentinel-python", "python", tmplOK, map[string]any{"clusterName": "edge-sentinel-python"})
-	sentinel.SetLabels(map[string]string{pyimage.ScenarioLabel: "python"})
+	sentinel.SetLabels(map[string]string{pythonimage.ScenarioLabel: "python"})
 	createPR(t, srv, sentinel)
 	waitState(t, srv, "sentinel-python", v1alpha1.StateFulfilled, 30*time.Second)
 	eventually(t, 10*time.Second, func() bool { return c.rec.Count("GET", "") > 0 }, "the operator never started")

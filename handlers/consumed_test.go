@@ -22,7 +22,7 @@ import (
 // machineOf names the Machine the tests give a host to.
 func machineOf(host string) string { return "machine-" + host }
 
-// consume is a CAPI Machine consuming the host through CAPM3 (tests/world/capm3.go); it returns once
+// consume is a CAPI Machine consuming the host through CAPM3 (tests/sim/world/capm3.go); it returns once
 // Metal3 reports the host provisioned.
 func consume(t *testing.T, srv *kubeapi.Server, inv *inventory, host, cluster string) {
 	t.Helper()

@@ -21,7 +21,7 @@ import (
 	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // Templates that make the simulated world misbehave.

@@ -28,8 +28,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef01234567"

@@ -30,7 +30,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
@@ -429,10 +429,10 @@ func TestMessageWalk(t *testing.T) {
 	// the operator's read and its update): looked at again, then adopted.
 	t.Run(msgRenderingAdoptionRaced.key, func(t *testing.T) {
 		t.Parallel()
-		as := pyimage.As{Name: "msg-adopt-1", Label: "msg-adopt"}
+		as := pythonimage.As{Name: "msg-adopt-1", Label: "msg-adopt"}
 		// Without its Cluster: the simulated Porch makes one for the rendered PackageVariant, and may have
 		// done so before the captured one would be installed.
-		pythonObjects(t, srv, pyimage.Labels, as, func(o *pyimage.Objects) { o.Cluster = nil })
+		pythonObjects(t, srv, pythonimage.Labels, as, func(o *pythonimage.Objects) { o.Cluster = nil })
 		var raced atomic.Int32
 		rec := &kubeapi.Recorder{Reroute: func(req *http.Request) *http.Request {
 			if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/packagevariants/"+as.Name) && raced.Add(1) == 1 {

@@ -27,9 +27,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
 	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // The model-based test: seeded random sequences of what users, GitOps tools and the infrastructure do to

@@ -13,7 +13,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 func TestConfigFromEnvKeepsThePythonDefaultsAndRejectsBadValues(t *testing.T) {

@@ -24,19 +24,19 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
 // Objects exactly as the released Python image (kopf 1.40.1) left them on a real API server
-// (testdata/reference/python-image-objects, through tests/pyimage): requests with or without kopf's
+// (testdata/reference/python-image-objects, through tests/pythonimage): requests with or without kopf's
 // records, no finalizer, PackageVariants with neither of our annotations nor any label and always a
 // pipeline.mutators list. Then this operator starts in its place.
 
 // pythonObjects installs a captured scenario renamed for the test and waits until the simulated Porch has
 // reported on its PackageVariant, as it had while the Python image waited.
-func pythonObjects(t *testing.T, srv *kubeapi.Server, s pyimage.Scenario, as pyimage.As, edit ...func(*pyimage.Objects)) pyimage.Objects {
+func pythonObjects(t *testing.T, srv *kubeapi.Server, s pythonimage.Scenario, as pythonimage.As, edit ...func(*pythonimage.Objects)) pythonimage.Objects {
 	t.Helper()
-	o, err := pyimage.Load(s, as)
+	o, err := pythonimage.Load(s, as)
 	require.NoError(t, err)
 	for _, e := range edit {
 		e(&o)
@@ -57,7 +57,7 @@ func pythonObjects(t *testing.T, srv *kubeapi.Server, s pyimage.Scenario, as pyi
 }
 
 // selecting is a startChain option: the requests of the test's renamed scenarios.
-func selecting(as pyimage.As, more ...func(*Config)) func(*Config) {
+func selecting(as pythonimage.As, more ...func(*Config)) func(*Config) {
 	return func(c *Config) {
 		c.Selector = as.Selector()
 		for _, m := range more {
@@ -83,15 +83,17 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	const label = "upgrade"
-	live := map[pyimage.Scenario]pyimage.Objects{}
-	as := func(s pyimage.Scenario) pyimage.As { return pyimage.As{Name: "upg-" + string(s), Label: label} }
-	for _, s := range pyimage.All {
+	live := map[pythonimage.Scenario]pythonimage.Objects{}
+	as := func(s pythonimage.Scenario) pythonimage.As {
+		return pythonimage.As{Name: "upg-" + string(s), Label: label}
+	}
+	for _, s := range pythonimage.All {
 		live[s] = pythonObjects(t, srv, s, as(s))
 	}
-	fulfilledBefore, _ := getPR(t, srv, as(pyimage.Fulfilled).Name)
+	fulfilledBefore, _ := getPR(t, srv, as(pythonimage.Fulfilled).Name)
 
-	c := startChain(t, srv, label, selecting(as(pyimage.Fulfilled)), nil)
-	inFlight := []pyimage.Scenario{pyimage.Labels, pyimage.NoLabels, pyimage.Early}
+	c := startChain(t, srv, label, selecting(as(pythonimage.Fulfilled)), nil)
+	inFlight := []pythonimage.Scenario{pythonimage.Labels, pythonimage.NoLabels, pythonimage.Early}
 	for _, s := range inFlight {
 		done := waitState(t, srv, as(s).Name, v1alpha1.StateFulfilled, 60*time.Second)
 		assert.Equal(t, "Cluster resource created", v1alpha1.StatusOf(done).Message, s)
@@ -120,16 +122,16 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	assert.Zero(t, c.rec.Count("POST", "/packagevariants"), "a package variant was created beside the Python image's")
 
 	// The fulfilled one is left alone: its status (the Python image's ids and time), its PackageVariant.
-	fulfilled, _ := getPR(t, srv, as(pyimage.Fulfilled).Name)
+	fulfilled, _ := getPR(t, srv, as(pythonimage.Fulfilled).Name)
 	assert.Equal(t, fulfilledBefore.Object["status"], fulfilled.Object["status"], "a fulfilled request's status was rewritten")
-	assert.Empty(t, c.rec.Writes("/provisioningrequests/"+as(pyimage.Fulfilled).Name+"/status"))
-	assert.Empty(t, c.rec.Writes("/packagevariants/"+as(pyimage.Fulfilled).Name), "a fulfilled request's package variant was touched")
-	pv, _ := getPV(t, srv, as(pyimage.Fulfilled).Name)
+	assert.Empty(t, c.rec.Writes("/provisioningrequests/"+as(pythonimage.Fulfilled).Name+"/status"))
+	assert.Empty(t, c.rec.Writes("/packagevariants/"+as(pythonimage.Fulfilled).Name), "a fulfilled request's package variant was touched")
+	pv, _ := getPV(t, srv, as(pythonimage.Fulfilled).Name)
 	assert.Empty(t, pv.GetAnnotations(), "a fulfilled request's package variant was adopted")
 
 	// Adopted once: a restart finds them ours and says nothing more.
 	c.stop(t)
-	again := startChain(t, srv, label, selecting(as(pyimage.Fulfilled)), nil)
+	again := startChain(t, srv, label, selecting(as(pythonimage.Fulfilled)), nil)
 	time.Sleep(time.Second)
 	assert.Empty(t, again.rec.Writes("/packagevariants"), "the restarted operator touched a package variant")
 	for _, s := range inFlight {
@@ -137,17 +139,17 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 	}
 
 	// The Python image's records are purged with the cause, the diff-base written as kopf writes it.
-	u, _ := getPR(t, srv, as(pyimage.Labels).Name)
+	u, _ := getPR(t, srv, as(pythonimage.Labels).Name)
 	r := kopf140.Read(u)
 	assert.Empty(t, r.Problems)
 	assert.Empty(t, r.Records, "kopf records left behind")
 	assert.True(t, r.SeesNoChange(u), "the Python image would see a change")
 
 	// Deleting each removes the Python image's PackageVariant: adopted or only recognised.
-	for _, s := range pyimage.All {
+	for _, s := range pythonimage.All {
 		require.NoError(t, srv.AdminDynamic().Resource(v1alpha1.GVR).Delete(context.Background(), as(s).Name, metav1.DeleteOptions{}))
 	}
-	for _, s := range pyimage.All {
+	for _, s := range pythonimage.All {
 		eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, as(s).Name); return !ok }, "%s: request never went away", s)
 		eventually(t, 30*time.Second, func() bool { _, ok := getPV(t, srv, as(s).Name); return !ok }, "%s: the Python image's package variant outlived its request", s)
 		assert.Equal(t, 1, again.rec.Count("DELETE", "/packagevariants/"+as(s).Name), s)
@@ -159,8 +161,8 @@ func TestUpgradeFromThePythonImageFulfilsItsRequestsInFlight(t *testing.T) {
 func TestUpgradeKeepsTheBudgetFromCreationTimestamp(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	as := pyimage.As{Name: "upg-budget", Label: "upgrade-budget", Template: tmplNeverProvision}
-	pr := pythonObjects(t, srv, pyimage.NoLabels, as).Request
+	as := pythonimage.As{Name: "upg-budget", Label: "upgrade-budget", Template: tmplNeverProvision}
+	pr := pythonObjects(t, srv, pythonimage.NoLabels, as).Request
 	created := pr.GetCreationTimestamp().Time
 	const budget = 6 * time.Second
 	for time.Since(created) < 4*time.Second {
@@ -185,34 +187,34 @@ func TestPackageVariantsNotMadeByThePythonImageForTheRequestStayForeign(t *testi
 	t.Parallel()
 	srv := kubeapi.Shared(t)
 	const label = "upgrade-foreign"
-	spec := func(o *pyimage.Objects) map[string]any { return o.PackageVariant.Object["spec"].(map[string]any) }
+	spec := func(o *pythonimage.Objects) map[string]any { return o.PackageVariant.Object["spec"].(map[string]any) }
 	cases := map[string]struct {
-		scenario pyimage.Scenario
-		edit     func(*pyimage.Objects)
+		scenario pythonimage.Scenario
+		edit     func(*pythonimage.Objects)
 	}{
-		"upf-other-cluster": {pyimage.NoLabels, func(o *pyimage.Objects) {
+		"upf-other-cluster": {pythonimage.NoLabels, func(o *pythonimage.Objects) {
 			spec(o)["downstream"].(map[string]any)["package"] = "edge-someone-else"
 		}},
-		"upf-other-version": {pyimage.NoLabels, func(o *pyimage.Objects) {
+		"upf-other-version": {pythonimage.NoLabels, func(o *pythonimage.Objects) {
 			spec(o)["upstream"].(map[string]any)["workspaceName"] = "v9.9.9"
 		}},
-		"upf-other-labels": {pyimage.Labels, func(o *pyimage.Objects) {
+		"upf-other-labels": {pythonimage.Labels, func(o *pythonimage.Objects) {
 			spec(o)["pipeline"].(map[string]any)["mutators"].([]any)[0].(map[string]any)["configMap"] = map[string]any{"site": "elsewhere"}
 		}},
-		"upf-labels-lost": {pyimage.Labels, func(o *pyimage.Objects) {
+		"upf-labels-lost": {pythonimage.Labels, func(o *pythonimage.Objects) {
 			spec(o)["pipeline"] = map[string]any{"mutators": []any{}}
 		}},
-		"upf-downstream": {pyimage.NoLabels, func(o *pyimage.Objects) {
+		"upf-downstream": {pythonimage.NoLabels, func(o *pythonimage.Objects) {
 			o.PackageVariant.SetAnnotations(map[string]string{AnnotationDownstream: o.PackageVariant.Object["spec"].(map[string]any)["downstream"].(map[string]any)["package"].(string)})
 		}},
 	}
 	before := map[string]*unstructured.Unstructured{}
 	for name, tc := range cases {
-		before[name] = pythonObjects(t, srv, tc.scenario, pyimage.As{Name: name, Label: label}, tc.edit, func(o *pyimage.Objects) { o.Cluster = nil }).PackageVariant
+		before[name] = pythonObjects(t, srv, tc.scenario, pythonimage.As{Name: name, Label: label}, tc.edit, func(o *pythonimage.Objects) { o.Cluster = nil }).PackageVariant
 	}
 	// A leftover of an earlier request of that name (the Python image never deleted them): older than the
 	// request, so made for another one.
-	older, err := pyimage.Load(pyimage.NoLabels, pyimage.As{Name: "upf-older", Label: label})
+	older, err := pythonimage.Load(pythonimage.NoLabels, pythonimage.As{Name: "upf-older", Label: label})
 	require.NoError(t, err)
 	pvOnly := older
 	pvOnly.Request, pvOnly.Cluster = nil, nil
@@ -229,7 +231,7 @@ func TestPackageVariantsNotMadeByThePythonImageForTheRequestStayForeign(t *testi
 		return ok
 	}, "the world never rendered upf-older")
 
-	c := startChain(t, srv, label, selecting(pyimage.As{Label: label}), nil)
+	c := startChain(t, srv, label, selecting(pythonimage.As{Label: label}), nil)
 	for name, pv := range before {
 		u := waitState(t, srv, name, v1alpha1.StateFailed, 60*time.Second)
 		assert.Equal(t, "Provisioning request creation failed; reason: package variant default/"+name+" already exists and belongs to another request", v1alpha1.StatusOf(u).Message)
@@ -249,8 +251,8 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 	srv := kubeapi.Shared(t)
 	const label = "rollback"
 	// Taken over from the Python image mid-flight and handled here mid-way (waiting on its Cluster).
-	py := pyimage.As{Name: "rb-python", Label: label, Template: tmplNeverProvision}
-	taken := pythonObjects(t, srv, pyimage.NoLabels, py).Request
+	py := pythonimage.As{Name: "rb-python", Label: label, Template: tmplNeverProvision}
+	taken := pythonObjects(t, srv, pythonimage.NoLabels, py).Request
 	pyAnn := taken.GetAnnotations()
 	t0 := kopf140.Read(taken).Records["create_fn"].Started
 	require.False(t, t0.IsZero(), "the capture has no create_fn record")
@@ -259,7 +261,7 @@ func TestRollbackToThePythonImageFindsStateItCanRead(t *testing.T) {
 	done := provisioningRequest("rb-done", label, tmplOK, map[string]any{"clusterName": "edge-rb-done", "labels": map[string]any{"site": "lab-3"}})
 	done.Object["spec"].(map[string]any)["description"] = "Café <lab> & co"
 	for _, u := range []*unstructured.Unstructured{ours, done} {
-		u.SetLabels(map[string]string{pyimage.ScenarioLabel: label})
+		u.SetLabels(map[string]string{pythonimage.ScenarioLabel: label})
 		createPR(t, srv, u)
 	}
 
@@ -359,8 +361,8 @@ func TestDeletionAfterARefusedClusterNameChangeRemovesOurPackageVariant(t *testi
 func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
-	as := pyimage.As{Name: "upd-1", Label: "upgrade-delete"}
-	pv := pythonObjects(t, srv, pyimage.Fulfilled, as).PackageVariant
+	as := pythonimage.As{Name: "upd-1", Label: "upgrade-delete"}
+	pv := pythonObjects(t, srv, pythonimage.Fulfilled, as).PackageVariant
 
 	c := startChain(t, srv, as.Label, selecting(as, func(c *Config) { c.Requeue = 500 * time.Millisecond }), nil)
 	eventually(t, 20*time.Second, func() bool {
@@ -408,7 +410,7 @@ func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
 	require.NoError(t, err)
 	h := New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
 
-	live := pythonObjects(t, srv, pyimage.NoLabels, pyimage.As{Name: "adopt-rbac", Label: "adopt-rbac"})
+	live := pythonObjects(t, srv, pythonimage.NoLabels, pythonimage.As{Name: "adopt-rbac", Label: "adopt-rbac"})
 	pr, pv := live.Request, live.PackageVariant
 	spec, _, _ := unstructured.NestedMap(pr.Object, "spec")
 	req, err := ParseRequest(spec, nil)
@@ -442,8 +444,8 @@ func TestOurPackageVariantSpecIsThePythonImages(t *testing.T) {
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
 	h := &Handlers{cfg: cfg}
-	for _, s := range pyimage.All {
-		o, err := pyimage.Load(s, pyimage.As{Name: "spec-" + string(s), Label: "unit"})
+	for _, s := range pythonimage.All {
+		o, err := pythonimage.Load(s, pythonimage.As{Name: "spec-" + string(s), Label: "unit"})
 		require.NoError(t, err)
 		spec, _, _ := unstructured.NestedMap(o.Request.Object, "spec")
 		req, err := ParseRequest(spec, nil)

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 // usable reads o2ims_netbox_usable.

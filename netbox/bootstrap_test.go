@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 func outcomes(rep *netbox.BootstrapReport) map[string]string {

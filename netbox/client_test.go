@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {

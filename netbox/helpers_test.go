@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 const (

@@ -17,8 +17,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 const simToken = "0123456789abcdef0123456789abcdef01234567"

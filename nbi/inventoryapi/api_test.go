@@ -26,8 +26,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 const invV1 = Root + "/v1"

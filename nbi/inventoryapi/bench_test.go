@@ -15,8 +15,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 // benchInventory is a server whose inventory view holds 10 000 pool devices in 10 sites, read from

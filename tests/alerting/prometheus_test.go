@@ -23,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 // Test thresholds: the shipped expressions unchanged, every `for` at 0s (ForAllZero), and the operator

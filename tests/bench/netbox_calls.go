@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 // The NetBox section's call accounting: every call the simulator logged, by kind. The inventory refresh

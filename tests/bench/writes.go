@@ -18,8 +18,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 // worldStep is how often the side-by-side section's world moves: Porch renders 0.3 s after a

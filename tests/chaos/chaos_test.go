@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 var (

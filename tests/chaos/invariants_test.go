@@ -12,7 +12,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 // answerCounter stands between the operator and the NetBox simulator (same simulator, same handler: the

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 

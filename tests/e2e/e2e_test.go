@@ -27,8 +27,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 var (

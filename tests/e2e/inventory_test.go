@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
 
 const invBase = "/o2ims-infrastructureInventory/v1"

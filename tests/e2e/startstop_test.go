@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 

@@ -28,9 +28,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 // The objects of the Python install (testdata/reference/python-install/operator.yaml) the upgrade command
@@ -74,7 +74,7 @@ func upgradeCommand(t *testing.T) string {
 
 // The Python install upgraded in place, as an SRE does it. A real API server holds what the Python image's
 // install manifests made (applied with the real kubectl, its ProvisioningRequest CRD created as its README
-// says) and the objects the released image left (tests/pyimage: fulfilled, two in flight with kopf's
+// says) and the objects the released image left (tests/pythonimage: fulfilled, two in flight with kopf's
 // records, one in flight without). The upgrade command is read from the README and run as it stands. Then:
 // the Deployment is ours (the Python one deleted first, so its selector is no obstacle), the ServiceAccount
 // can do what the shipped roles grant and nothing the Python bindings did, and the binary, run as that
@@ -132,17 +132,19 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 	w, err := world.Start(ctx, world.Options{Dynamic: dyn, RenderDelay: 200 * time.Millisecond, ProvisionDelay: 400 * time.Millisecond})
 	require.NoError(t, err)
 	defer w.Stop()
-	as := func(s pyimage.Scenario) pyimage.As { return pyimage.As{Name: "upg-" + string(s), Label: "upgrade"} }
-	python := map[pyimage.Scenario]pyimage.Objects{}
-	for _, s := range pyimage.All {
-		o, err := pyimage.Load(s, as(s))
+	as := func(s pythonimage.Scenario) pythonimage.As {
+		return pythonimage.As{Name: "upg-" + string(s), Label: "upgrade"}
+	}
+	python := map[pythonimage.Scenario]pythonimage.Objects{}
+	for _, s := range pythonimage.All {
+		o, err := pythonimage.Load(s, as(s))
 		require.NoError(t, err)
 		python[s], err = o.Install(ctx, dyn)
 		require.NoError(t, err)
 	}
 	pvs := dyn.Resource(external.PackageVariantGVR).Namespace("default")
 	prs := dyn.Resource(v1alpha1.GVR)
-	for _, s := range pyimage.All { // rendered, as they were while the Python image waited
+	for _, s := range pythonimage.All { // rendered, as they were while the Python image waited
 		eventually(t, 15*time.Second, func() bool {
 			pv, err := pvs.Get(ctx, as(s).Name, metav1.GetOptions{})
 			require.NoError(t, err)
@@ -158,7 +160,7 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 			return false
 		}, "the world never rendered %s", as(s).Name)
 	}
-	fulfilledBefore, err := prs.Get(ctx, as(pyimage.Fulfilled).Name, metav1.GetOptions{})
+	fulfilledBefore, err := prs.Get(ctx, as(pythonimage.Fulfilled).Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	pythonDeploy, err := api.AdminClientset().AppsV1().Deployments(stack.OperatorNamespace).Get(ctx, pythonDeployment, metav1.GetOptions{})
 	require.NoError(t, err)
@@ -323,8 +325,8 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 
 	// The binary as that ServiceAccount, with only what is left bound.
 	p := launch(t, launchOptions{Name: "upgrade", API: api, NetBoxURL: "-",
-		Env: map[string]string{"PROVISIONING_REQUEST_SELECTOR": as(pyimage.Fulfilled).Selector()}})
-	inFlight := []pyimage.Scenario{pyimage.Labels, pyimage.NoLabels, pyimage.Early}
+		Env: map[string]string{"PROVISIONING_REQUEST_SELECTOR": as(pythonimage.Fulfilled).Selector()}})
+	inFlight := []pythonimage.Scenario{pythonimage.Labels, pythonimage.NoLabels, pythonimage.Early}
 	for _, s := range inFlight {
 		var last v1alpha1.ProvisioningStatus
 		eventually(t, 90*time.Second, func() bool {
@@ -349,12 +351,12 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 			assert.Equal(t, python[s].Cluster.GetUID(), cl.GetUID(), "%s: the Python image's Cluster was replaced", s)
 		}
 	}
-	fulfilled, err := prs.Get(ctx, as(pyimage.Fulfilled).Name, metav1.GetOptions{})
+	fulfilled, err := prs.Get(ctx, as(pythonimage.Fulfilled).Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, fulfilledBefore.Object["status"], fulfilled.Object["status"], "the fulfilled request's status was rewritten")
-	pv, err := pvs.Get(ctx, as(pyimage.Fulfilled).Name, metav1.GetOptions{})
+	pv, err := pvs.Get(ctx, as(pythonimage.Fulfilled).Name, metav1.GetOptions{})
 	require.NoError(t, err)
-	pvBefore := python[pyimage.Fulfilled].PackageVariant
+	pvBefore := python[pythonimage.Fulfilled].PackageVariant
 	assert.Equal(t, pvBefore.Object["spec"], pv.Object["spec"], "the fulfilled request's PackageVariant was written")
 	assert.Equal(t, pvBefore.GetAnnotations(), pv.GetAnnotations(), "the fulfilled request's PackageVariant was adopted")
 	assert.Empty(t, pv.GetOwnerReferences(), "the fulfilled request's PackageVariant was adopted")
@@ -369,7 +371,7 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 	writes := []string{"create", "update", "patch", "delete"}
 	for _, e := range events {
 		if e.User.Username == kubeapi.AdminUser && e.Verb == "create" && e.ObjectRef.Resource == "packagevariants" {
-			installed++ // tests/pyimage putting the Python image's in place
+			installed++ // tests/pythonimage putting the Python image's in place
 		}
 		if e.User.Username != sa || !slices.Contains(writes, e.Verb) {
 			continue
@@ -378,16 +380,16 @@ func TestUpgradeFromThePythonInstall(t *testing.T) {
 		switch {
 		case ref.Resource == "packagevariants" && e.Verb == "create":
 			t.Errorf("the operator created a PackageVariant beside the Python image's: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code)
-		case ref.Resource == "packagevariants" && ref.Name == as(pyimage.Fulfilled).Name:
+		case ref.Resource == "packagevariants" && ref.Name == as(pythonimage.Fulfilled).Name:
 			t.Errorf("the operator wrote the fulfilled request's PackageVariant: %s %s", e.Verb, e.RequestURI)
-		case ref.Resource == "provisioningrequests" && ref.Subresource == "status" && ref.Name == as(pyimage.Fulfilled).Name:
+		case ref.Resource == "provisioningrequests" && ref.Subresource == "status" && ref.Name == as(pythonimage.Fulfilled).Name:
 			t.Errorf("the operator wrote the fulfilled request's status: %s %s", e.Verb, e.RequestURI)
 		case ref.Resource == "packagevariants":
 			adoptions++
 		}
 		assert.NotEqual(t, http.StatusForbidden, e.ResponseStatus.Code, "refused: %s %s", e.Verb, e.RequestURI)
 	}
-	assert.Equal(t, len(pyimage.All), installed, "the audit log saw the Python image's PackageVariants created")
+	assert.Equal(t, len(pythonimage.All), installed, "the audit log saw the Python image's PackageVariants created")
 	assert.Equal(t, len(inFlight), adoptions, "one write per adopted PackageVariant (the audit log saw the operator's writes)")
 	assert.NotContains(t, strings.ToLower(p.log()), "forbidden", "the roles left after the upgrade lacked a permission")
 }

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/o2ims-operator/o2ims-operator/tests/pyimage"
+	"github.com/o2ims-operator/o2ims-operator/tests/pythonimage"
 )
 
 func object(ann map[string]string) *unstructured.Unstructured {
@@ -23,10 +23,10 @@ func object(ann map[string]string) *unstructured.Unstructured {
 	return u
 }
 
-// captured is a request exactly as the released Python image left it (tests/pyimage).
-func captured(t *testing.T, s pyimage.Scenario) *unstructured.Unstructured {
+// captured is a request exactly as the released Python image left it (tests/pythonimage).
+func captured(t *testing.T, s pythonimage.Scenario) *unstructured.Unstructured {
 	t.Helper()
-	o, err := pyimage.Load(s, pyimage.As{Name: "r", Label: "fx"})
+	o, err := pythonimage.Load(s, pythonimage.As{Name: "r", Label: "fx"})
 	require.NoError(t, err)
 	return o.Request
 }
@@ -34,10 +34,10 @@ func captured(t *testing.T, s pyimage.Scenario) *unstructured.Unstructured {
 // The Python image's own state reads cleanly: the oracle accepts what kopf 1.40.1 wrote.
 func TestThePythonImagesOwnStateReadsCleanly(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 22, 43, 12, 596669000, time.UTC) // create_fn's "started" in the capture
-	for _, s := range []pyimage.Scenario{pyimage.Labels, pyimage.NoLabels} {
+	for _, s := range []pythonimage.Scenario{pythonimage.Labels, pythonimage.NoLabels} {
 		assert.Empty(t, Read(captured(t, s)).Problems, s)
 	}
-	r := Read(captured(t, pyimage.NoLabels))
+	r := Read(captured(t, pythonimage.NoLabels))
 	require.Len(t, r.Records, 4)
 	cf := r.Records["create_fn"]
 	assert.Equal(t, 2, cf.Retries)
@@ -47,15 +47,15 @@ func TestThePythonImagesOwnStateReadsCleanly(t *testing.T) {
 	assert.True(t, r.Records["create_fn/create_fn.<locals>.sub_creation"].Success)
 	assert.Contains(t, cf.Raw, `"create_fn/create_fn.<locals>.check_c_status"`)
 
-	f := captured(t, pyimage.Fulfilled)
+	f := captured(t, pythonimage.Fulfilled)
 	fr := Read(f)
 	assert.Empty(t, fr.Problems)
 	assert.True(t, fr.SeesNoChange(f))
 	f.Object["spec"].(map[string]any)["templateVersion"] = "v2"
 	assert.False(t, fr.SeesNoChange(f))
 	// Its labels are part of what kopf compares (the diff-base carries them).
-	g := captured(t, pyimage.Fulfilled)
-	g.SetLabels(map[string]string{pyimage.ScenarioLabel: "other"})
+	g := captured(t, pythonimage.Fulfilled)
+	g.SetLabels(map[string]string{pythonimage.ScenarioLabel: "other"})
 	assert.False(t, Read(g).SeesNoChange(g))
 }
 
@@ -102,10 +102,10 @@ func TestWhatKopf140CannotReadIsReported(t *testing.T) {
 func TestDecideFollowsKopf140sCauseRules(t *testing.T) {
 	fresh := object(nil)
 	assert.Equal(t, Decision{Reason: ReasonCreate, RunsCreateFn: true}, Decide(fresh, true))
-	inFlight := captured(t, pyimage.Labels)
+	inFlight := captured(t, pythonimage.Labels)
 	assert.Equal(t, Decision{Reason: ReasonCreate, RunsCreateFn: true}, Decide(inFlight, true), "no diff-base yet: still a create")
 
-	handled := captured(t, pyimage.Fulfilled)
+	handled := captured(t, pythonimage.Fulfilled)
 	assert.Equal(t, Decision{Reason: ReasonResume, RunsCreateFn: true}, Decide(handled, true))
 	assert.Equal(t, Decision{Reason: ReasonNoop}, Decide(handled, false))
 

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
 )
 
 const (

@@ -81,7 +81,7 @@ const clockPackage = "k8s.io/utils/clock"
 
 // alone import nothing of ours either: the leaves, and the NetBox simulator, which shares no code with the
 // client it answers (both sides agreeing by construction would hide a wire bug).
-var alone = append([]string{"netbox/netboxsim"}, leaves...)
+var alone = append([]string{"tests/sim/netboxsim"}, leaves...)
 
 // importViolations lists every forbidden arrow among pkgs, one line each.
 func importViolations(pkgs []goPackage) []string {
@@ -299,7 +299,7 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "framework", imports: []string{m("nbi")}},
 			{pkg: "framework/kopf", imports: []string{m("framework")}},
 			{pkg: "netbox", imports: []string{m("framework")}},
-			{pkg: "netbox/netboxsim", imports: []string{m("netbox")}},
+			{pkg: "tests/sim/netboxsim", imports: []string{m("netbox")}},
 			{pkg: "netbox", deps: []string{"k8s.io/apimachinery/pkg/types"}},
 			{pkg: "api/spec", deps: []string{"k8s.io/client-go/rest"}},
 			{pkg: "nbi/query", deps: []string{"k8s.io/client-go/kubernetes"}},
@@ -328,7 +328,7 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "netbox", imports: []string{m("api/external")}},
 			{pkg: "internal/bearer", imports: []string{m("framework")}},
 			{pkg: "internal/bearer", deps: []string{"k8s.io/apimachinery/pkg/util/wait"}},
-			{pkg: "netbox/netboxsim", imports: []string{m("internal/bearer")}},
+			{pkg: "tests/sim/netboxsim", imports: []string{m("internal/bearer")}},
 		} {
 			got := importViolations([]goPackage{{ImportPath: m(c.pkg), Imports: c.imports, Deps: c.deps}})
 			assert.Len(t, got, 1, "%s → %v %v", c.pkg, c.imports, c.deps)
@@ -341,12 +341,12 @@ func TestImportBoundaries(t *testing.T) {
 			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/hosts"), m("handlers/kube")}},
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
-			{ImportPath: m("tests/world"), Imports: []string{m("api/external")}},
+			{ImportPath: m("tests/sim/world"), Imports: []string{m("api/external")}},
 			{ImportPath: m("framework"), Imports: []string{m("framework/kopf"), m("internal/bearer"), "k8s.io/client-go/util/workqueue"}},
 			{ImportPath: m("netbox"), Imports: []string{m("netbox/selector"), m("internal/bearer")}},
 			{ImportPath: m("netbox"), Imports: []string{clockPackage}, Deps: []string{clockPackage}},
 			{ImportPath: m("nbi/query"), Imports: []string{m("internal/bearer")}},
-			{ImportPath: m("tests/stack"), Imports: []string{m("netbox/netboxsim"), m("tests/kubeapi")}},
+			{ImportPath: m("tests/stack"), Imports: []string{m("tests/sim/netboxsim"), m("tests/kubeapi")}},
 			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("nbi/provisioning"), m("nbi/inventoryapi"), m("netbox")}},
 		}))
 

@@ -20,9 +20,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/o2ims-operator/o2ims-operator/netbox/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // Namespaces and names of the shipped manifests (manifests/base and the inventory component).

@@ -1,4 +1,4 @@
-package pyimage
+package pythonimage
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/kopf140"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // A renamed scenario is the capture for another request name: nothing of the old name or label value is

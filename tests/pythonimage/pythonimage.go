@@ -1,7 +1,7 @@
-// Package pyimage puts on a test's API server the objects the released Python O2IMS image left on a real
+// Package pythonimage puts on a test's API server the objects the released Python O2IMS image left on a real
 // one (testdata/reference/python-image-objects, captured whole; its SOURCES.md says how), so upgrade,
 // adoption and rollback tests start from what the image really writes, never from what we think it writes.
-package pyimage
+package pythonimage
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
-	"github.com/o2ims-operator/o2ims-operator/tests/world"
+	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 )
 
 // Scenario names one captured request and its objects.
@@ -53,7 +53,7 @@ const (
 // PackageVariant's name and downstream package, the Cluster's name, kopf's diff-base) becomes Name, the
 // scenario label's value becomes Label (so a test's operator selects only its own requests with
 // Selector), and with Template set the template name becomes Template and the Cluster is annotated for
-// the simulated CAPI of tests/world (which decides by template how a Cluster behaves). Nothing else
+// the simulated CAPI of tests/sim/world (which decides by template how a Cluster behaves). Nothing else
 // changes: the bytes are the capture's.
 type As struct {
 	Name, Label, Template string
@@ -107,7 +107,7 @@ func load(file string, s Scenario, as As) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	if as.Name == "" || as.Label == "" {
-		return nil, fmt.Errorf("pyimage: %s: a test names its copy (As.Name and As.Label)", file)
+		return nil, fmt.Errorf("pythonimage: %s: a test names its copy (As.Name and As.Label)", file)
 	}
 	raw = bytes.ReplaceAll(raw, []byte("pi-fx-"+string(s)), []byte(as.Name))
 	raw = labelValue.ReplaceAll(raw, []byte("${1}"+as.Label+"${2}"))
@@ -117,7 +117,7 @@ func load(file string, s Scenario, as As) (*unstructured.Unstructured, error) {
 	}
 	u := &unstructured.Unstructured{}
 	if err := json.Unmarshal(raw, &u.Object); err != nil {
-		return nil, fmt.Errorf("pyimage: %s: %w", file, err)
+		return nil, fmt.Errorf("pythonimage: %s: %w", file, err)
 	}
 	return u, nil
 }
@@ -172,7 +172,7 @@ func create(ctx context.Context, dyn dynamic.Interface, captured *unstructured.U
 	}
 	live, err := ri.Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("pyimage: creating %s %s: %w", captured.GetKind(), captured.GetName(), err)
+		return nil, fmt.Errorf("pythonimage: creating %s %s: %w", captured.GetKind(), captured.GetName(), err)
 	}
 	if !hasStatus {
 		return live, nil
@@ -183,7 +183,7 @@ func create(ctx context.Context, dyn dynamic.Interface, captured *unstructured.U
 		return nil, err
 	}
 	if live, err = ri.Patch(ctx, live.GetName(), types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
-		return nil, fmt.Errorf("pyimage: writing the status of %s %s: %w", captured.GetKind(), captured.GetName(), err)
+		return nil, fmt.Errorf("pythonimage: writing the status of %s %s: %w", captured.GetKind(), captured.GetName(), err)
 	}
 	return live, nil
 }
