@@ -59,7 +59,7 @@ run-local: tools build ## the whole system on this machine, a request through th
 	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_HYDRA="$(HYDRA)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN) $(ARGS)
 
 bench: tools build ## the benchmarks, written to docs/benchmarks.md
-	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_HYDRA="$(HYDRA)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
 
 chaos: tools build ## fault injection and the model-based day-2 run, written to docs/chaos.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md
