@@ -56,10 +56,10 @@ fuzz: ## every fuzz target for FUZZTIME (8s)
 
 # ARGS=--until-fulfilled stops everything and exits 0 once the request is FULFILLED (non-zero otherwise).
 run-local: tools build ## the whole system on this machine, a request through the NBI to FULFILLED
-	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN) $(ARGS)
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_HYDRA="$(HYDRA)" O2IMS_RUN_LOCAL_START=$(STARTED) go run ./tests/localrun --operator $(BIN) $(ARGS)
 
 bench: tools build ## the benchmarks, written to docs/benchmarks.md
-	O2IMS_KUBE_ASSETS="$(ASSETS)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
+	O2IMS_KUBE_ASSETS="$(ASSETS)" O2IMS_HYDRA="$(HYDRA)" go run ./tests/bench --operator $(BIN) --out docs/benchmarks.md
 
 chaos: tools build ## fault injection and the model-based day-2 run, written to docs/chaos.md
 	O2IMS_KUBE_ASSETS="$(ASSETS)" go test -count=1 -timeout 20m -run . ./tests/chaos/ -args -operator=$(CURDIR)/$(BIN) -report=$(CURDIR)/docs/chaos.md

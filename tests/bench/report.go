@@ -283,7 +283,7 @@ func (r *report) goBenchSection(p printer) {
 		p("Skipped (`--skip-go`).\n\n")
 		return
 	}
-	p("`%s` (the packages' TestMain starts an API server; only BenchmarkNBIAuth uses it, with a real ORY Hydra). Other processes: %s", r.GoBenchCommand, foreign(r.GoBenchCPU))
+	p("`%s` (the packages' TestMain starts an API server; only BenchmarkNBIAuth uses it, with a real ORY Hydra; BenchmarkNotificationsPerToken starts a Hydra of its own). Other processes: %s", r.GoBenchCommand, foreign(r.GoBenchCPU))
 	if r.GoBenchRuns > 1 {
 		p(" (second run; the first was disturbed)")
 	}
@@ -305,6 +305,7 @@ func (r *report) goBenchSection(p printer) {
 		"BenchmarkInventoryGetResource":             "inventory named resource GET, 10 000 NetBox devices in memory (target p99 < 2 ms)",
 		"BenchmarkInventoryListResources":           "inventory resources of a pool, first page of 1 000 (target p99 < 50 ms)",
 		"BenchmarkInventoryListResourcesFiltered":   "inventory resources through a filter",
+		"BenchmarkNotificationsPerToken":            "1 000 inventory notifications from a cold SMO client through the notifier, over mutual TLS, to an SMO checking Hydra's tokens (target: 1 token request)",
 	}
 	// Inventory targets (issue 13): each benchmark fails on any NetBox call during its GETs.
 	target := map[string]float64{"BenchmarkInventoryGetResource": 2, "BenchmarkInventoryListResources": 50}
@@ -320,6 +321,17 @@ func (r *report) goBenchSection(p printer) {
 	}
 	p("\n")
 	r.oauthRatio(p)
+	r.tokensPerNotifications(p)
+}
+
+// tokensPerNotifications says how often the notifier asks the SMO's token endpoint (issue 35: once per
+// 1 000 notifications while the token lives).
+func (r *report) tokensPerNotifications(p printer) {
+	for _, g := range r.GoBench {
+		if v, ok := g.Extra["token-requests/1000-notifications"]; ok && g.Name == "BenchmarkNotificationsPerToken" {
+			p("Token-endpoint calls per 1 000 notifications: **%.2f** (target 1 while the token lives) — %s.\n\n", v, yes(v <= 1))
+		}
+	}
 }
 
 // oauthRatio says how much OAuth costs the NBI at p99 (issue 35: at most 1.2× without authentication).

@@ -12,9 +12,9 @@ import (
 	"crypto/rsa"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -78,17 +78,39 @@ type Hydra struct {
 // Start runs Hydra on two free loopback ports until the test ends and waits for it to be ready.
 func Start(t testing.TB) *Hydra {
 	t.Helper()
+	h, err := StartProcess(context.Background(), t.TempDir())
+	if h != nil {
+		t.Cleanup(h.Stop)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// StartProcess is Start for a program (no testing.TB): Hydra on two free loopback ports, its log in dir,
+// ready and with its signing keys made when it returns. The caller stops it (Stop); on an error it is
+// already stopped.
+func StartProcess(ctx context.Context, dir string) (*Hydra, error) {
 	bin, err := Binary()
-	require.NoError(t, err)
-	pub, adm := freePort(t), freePort(t)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := kubeapi.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	pub, adm := ports[0], ports[1]
 	secret := make([]byte, 16)
 	_, _ = rand.Read(secret)
 	h := &Hydra{
 		Public: "http://127.0.0.1:" + strconv.Itoa(pub), Admin: "http://127.0.0.1:" + strconv.Itoa(adm),
-		done: make(chan struct{}), logFile: filepath.Join(t.TempDir(), "hydra.log"),
+		done: make(chan struct{}), logFile: filepath.Join(dir, "hydra.log"),
 	}
 	logf, err := os.Create(h.logFile)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	h.cmd = exec.Command(bin, "serve", "all", "--dev")
 	h.cmd.Env = append(os.Environ(),
 		"DSN=memory",
@@ -100,26 +122,36 @@ func Start(t testing.TB) *Hydra {
 		"LOG_LEVEL=warn", "SQA_OPT_OUT=true",
 	)
 	h.cmd.Stdout, h.cmd.Stderr = logf, logf
-	require.NoError(t, h.cmd.Start())
+	if err := h.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting hydra: %w", err)
+	}
 	go func() { _ = h.cmd.Wait(); logf.Close(); close(h.done) }()
-	t.Cleanup(h.Stop)
+	if err := h.waitReady(ctx); err != nil {
+		h.Stop()
+		return nil, err
+	}
+	return h, nil
+}
+
+// waitReady waits until both ports answer ready, then has Hydra make its keys (warm).
+func (h *Hydra) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if h.ready() {
-			h.warm(t)
-			return h
-		}
+	for !h.ready() {
 		select {
 		case <-h.done:
 			log, _ := os.ReadFile(h.logFile)
-			t.Fatalf("hydra exited before it was ready:\n%s", log)
+			return fmt.Errorf("hydra exited before it was ready:\n%s", log)
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(h.logFile)
-			t.Fatalf("hydra not ready within 60s:\n%s", log)
+			return fmt.Errorf("hydra not ready within 60s:\n%s", log)
 		}
 	}
+	return h.warm(ctx)
 }
 
 func (h *Hydra) ready() bool {
@@ -138,21 +170,24 @@ func (h *Hydra) ready() bool {
 
 // warm has Hydra make its signing keys now: it generates them (RSA 4096) at the first request that needs
 // them, which on a busy machine takes longer than a relying party waits.
-func (h *Hydra) warm(t testing.TB) {
-	t.Helper()
+func (h *Hydra) warm(ctx context.Context) error {
 	// Hydra's server may cut the first request off (its write timeout) while generation goes on: ask again.
 	c := &http.Client{Timeout: time.Minute}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		resp, err := c.Get(h.Public + "/.well-known/jwks.json")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Public+"/.well-known/jwks.json", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hydra published no keys within 5 minutes (last: %v)", err)
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("hydra published no keys within 5 minutes (last: %v)", errors.Join(err, ctx.Err()))
 		}
 		time.Sleep(time.Second)
 	}
@@ -169,14 +204,6 @@ func (h *Hydra) Stop() {
 // Issuer is the issuer URL Hydra names in its metadata and tokens.
 func (h *Hydra) Issuer() string { return h.Public }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // Client is an OAuth client registered in Hydra.
 type Client struct{ ID, Secret string }
 
@@ -184,13 +211,20 @@ type Client struct{ ID, Secret string }
 // POST /admin/clients).
 func (h *Hydra) CreateClient(t testing.TB, id string, scopes, audiences []string) Client {
 	t.Helper()
+	c, err := h.CreateClientE(context.Background(), id, scopes, audiences)
+	require.NoError(t, err)
+	return c
+}
+
+// CreateClientE is CreateClient answering an error (for a program).
+func (h *Hydra) CreateClientE(ctx context.Context, id string, scopes, audiences []string) (Client, error) {
 	c := Client{ID: id, Secret: "secret-" + id}
 	body := map[string]any{
 		"client_id": c.ID, "client_secret": c.Secret, "grant_types": []string{"client_credentials"},
 		"scope": strings.Join(scopes, " "), "audience": audiences, "token_endpoint_auth_method": "client_secret_basic",
 	}
-	h.admin(t, http.MethodPost, "/admin/clients", body, http.StatusCreated)
-	return c
+	_, err := h.adminE(ctx, http.MethodPost, "/admin/clients", body, http.StatusCreated)
+	return c, err
 }
 
 // Token fetches a client-credentials access token for scopes and audiences (POST /oauth2/token).
@@ -243,17 +277,32 @@ func (h *Hydra) RotateKeys(t testing.TB) {
 
 func (h *Hydra) admin(t testing.TB, method, path string, body any, want int) []byte {
 	t.Helper()
+	data, err := h.adminE(context.Background(), method, path, body, want)
+	require.NoError(t, err)
+	return data
+}
+
+// adminE calls Hydra's admin API and answers an error unless it answered want.
+func (h *Hydra) adminE(ctx context.Context, method, path string, body any, want int) ([]byte, error) {
 	b, err := json.Marshal(body)
-	require.NoError(t, err)
-	req, err := http.NewRequest(method, h.Admin+path, bytes.NewReader(b))
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, h.Admin+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, path, data)
-	return data
+	if resp.StatusCode != want {
+		return data, fmt.Errorf("hydra %s %s answered %d, want %d: %s", method, path, resp.StatusCode, want, data)
+	}
+	return data, nil
 }
 
 // ImportKey stores the test's own RSA key in Hydra's access-token key set under kid (admin API

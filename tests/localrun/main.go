@@ -3,7 +3,8 @@
 // ServiceAccount — then a sample request submitted through the northbound API, followed to FULFILLED.
 // It keeps running for kubectl and curl until Ctrl-C, and leaves nothing behind. With --until-fulfilled
 // (make run-local ARGS=--until-fulfilled) it stops everything once the request is FULFILLED and exits 0,
-// or exits 1 with the reason: the non-interactive proof CI runs from a bare clone.
+// or exits 1 with the reason: the non-interactive proof CI runs from a bare clone. With --oauth the NBI
+// takes OAuth 2.0 access tokens (NBI_AUTH=oauth) of a real ORY Hydra, and every call here carries one.
 package main
 
 import (
@@ -38,6 +39,7 @@ func main() {
 	dir := flag.String("dir", ".cache/localrun", "state, logs and kubeconfigs (wiped at start)")
 	hosts := flag.Int("hosts", 6, "free bare-metal hosts seeded in the NetBox simulator")
 	untilFulfilled := flag.Bool("until-fulfilled", false, "stop everything and exit 0 once the sample request is FULFILLED")
+	oauth := flag.Bool("oauth", false, "NBI_AUTH=oauth: start ORY Hydra ($O2IMS_HYDRA), call the NBI with its client-credentials token")
 	timeout := flag.Duration("timeout", 15*time.Minute, "with --until-fulfilled: give up (exit 1) after this long")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -47,7 +49,7 @@ func main() {
 		ctx, cancel = context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("not FULFILLED within --timeout=%s", *timeout))
 		defer cancel()
 	}
-	err := run(ctx, *operator, *dir, *hosts, *untilFulfilled)
+	err := run(ctx, *operator, *dir, *hosts, *untilFulfilled, *oauth)
 	if err == nil && *untilFulfilled && ctx.Err() != nil {
 		err = context.Cause(ctx) // interrupted or timed out after all: never a silent success
 	}
@@ -63,7 +65,7 @@ func main() {
 
 func say(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
 
-func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bool) (err error) {
+func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled, oauth bool) (err error) {
 	start := time.Now()
 	if v := os.Getenv("O2IMS_RUN_LOCAL_START"); v != "" {
 		if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -94,8 +96,16 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 		say("stopped; nothing is left running")
 	}()
 
+	var env map[string]string
+	var oa *oauthRun
+	if oauth {
+		if oa, env, err = startOAuth(ctx, st, abs); err != nil {
+			return err
+		}
+		defer oa.hydra.Stop()
+	}
 	say("starting the operator (%s) as system:serviceaccount:%s:%s with only the shipped RBAC", operator, stack.OperatorNamespace, stack.ServiceAccount)
-	op, err := st.StartOperator(ctx, nil)
+	op, err := st.StartOperator(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -127,13 +137,13 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 			n.Body["objectType"], post["resourceId"], event, ext["hostIdentity"], ext["status"])
 	})
 	sub, _ := json.Marshal(map[string]any{"callback": recv.URL(), "filter": "(eq,objectType,resource)"})
-	say("subscribing an SMO to inventory changes:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d '%s'", op.NBIURL, invBase+"/subscriptions", sub)
+	say("subscribing an SMO to inventory changes:\n    curl -X POST%s %s%s -H 'Content-Type: application/json' -d '%s'", curlAuth(), op.NBIURL, invBase+"/subscriptions", sub)
 	if code, answer, err := call(ctx, http.MethodPost, op.NBIURL+invBase+"/subscriptions", sub); err != nil || code != http.StatusCreated {
 		return fmt.Errorf("subscribing answered %d %v: %s", code, err, answer)
 	}
 
 	body, _ := json.MarshalIndent(request, "", "  ")
-	say("submitting a ProvisioningRequest through the northbound API:\n    curl -X POST %s%s -H 'Content-Type: application/json' -d @request.json", op.NBIURL, nbiBase)
+	say("submitting a ProvisioningRequest through the northbound API:\n    curl -X POST%s %s%s -H 'Content-Type: application/json' -d @request.json", curlAuth(), op.NBIURL, nbiBase)
 	code, answer, err := call(ctx, http.MethodPost, op.NBIURL+nbiBase, body)
 	if err != nil {
 		return err
@@ -157,7 +167,7 @@ func run(ctx context.Context, operator, dir string, hosts int, untilFulfilled bo
 	if untilFulfilled {
 		return nil // the deferred Stop ends everything and says so
 	}
-	howTo(st, op)
+	howTo(st, op, oa)
 	select {
 	case <-ctx.Done():
 		fmt.Println()
@@ -211,11 +221,18 @@ func follow(ctx context.Context, op *stack.Operator, start time.Time) error {
 	}
 }
 
-func howTo(st *stack.Stack, op *stack.Operator) {
+func howTo(st *stack.Stack, op *stack.Operator, oa *oauthRun) {
 	kubectlDir := filepath.Dir(st.Kubectl)
 	fmt.Printf(`
 It keeps running; Ctrl-C stops everything.
-
+`)
+	if oa != nil {
+		fmt.Printf(`
+  OAuth 2.0 (NBI_AUTH=oauth): a token from ORY Hydra (%s, log %s), then every NBI curl below carries it:
+    %s
+`, oa.hydra.Public, filepath.Join(st.Dir, "hydra.log"), oa.tokenCurl())
+	}
+	fmt.Print(withAuth(fmt.Sprintf(`
   kubectl (the real one, built for the API server):
     export KUBECONFIG=%s PATH=%s:$PATH
     kubectl get provisioningrequests
@@ -239,9 +256,9 @@ It keeps running; Ctrl-C stops everything.
 `, st.AdminKubeconfig, kubectlDir, stack.Metal3Namespace,
 		op.NBIURL, nbiBase, op.NBIURL, nbiBase, op.NBIURL, nbiBase,
 		op.HealthURL, op.HealthURL, op.HealthURL, op.Log,
-		st.NetBoxToken(), st.NetBoxURL)
+		st.NetBoxToken(), st.NetBoxURL), op.NBIURL))
 	inv := op.NBIURL + invBase
-	fmt.Printf(`
+	fmt.Print(withAuth(fmt.Sprintf(`
   northbound API (O2IMS inventory):
     curl -s %[1]s | jq                                # the O-Cloud
     curl -s %[1]s/resourcePools | jq                  # NetBox sites holding pool hosts
@@ -249,7 +266,7 @@ It keeps running; Ctrl-C stops everything.
     curl -s %[1]s/resourceTypes | jq
     curl -s %[1]s/deploymentManagers | jq             # the Cluster of the fulfilled request
     curl -s %[1]s/subscriptions | jq
-`, inv)
+`, inv), op.NBIURL))
 }
 
 func call(ctx context.Context, method, url string, body []byte) (int, []byte, error) {
@@ -263,6 +280,9 @@ func call(ctx context.Context, method, url string, body []byte) (int, []byte, er
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
