@@ -9,10 +9,12 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/certfile"
 )
 
 // caReloader holds the CAs client certificates are verified against (NBI_TLS_CLIENT_CA_FILE) and reads
-// the file again when it changes, as certReloader does for the serving pair: a rotated CA bundle needs
+// the file again when it changes, as certfile.KeyPair does for the serving pair: a rotated CA bundle needs
 // no restart, and a bundle caught half-written keeps the previous one in service.
 type caReloader struct {
 	file string
@@ -20,15 +22,15 @@ type caReloader struct {
 
 	mu     sync.Mutex
 	pool   *x509.CertPool
-	stamp  fileStamp
-	failed fileStamp
+	stamp  certfile.Stamp
+	failed certfile.Stamp
 }
 
 func newCAReloader(file string, log *zap.Logger) (*caReloader, error) {
 	c := &caReloader{file: file, log: log}
-	fi, err := os.Stat(file)
+	stamp, err := certfile.StampOf(file)
 	if err == nil {
-		err = c.load(fileStamp{fi.ModTime(), fi.Size()})
+		err = c.load(stamp)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("NBI_TLS_CLIENT_CA_FILE: %w", err)
@@ -36,7 +38,7 @@ func newCAReloader(file string, log *zap.Logger) (*caReloader, error) {
 	return c, nil
 }
 
-func (c *caReloader) load(stamp fileStamp) error {
+func (c *caReloader) load(stamp certfile.Stamp) error {
 	pem, err := os.ReadFile(c.file)
 	if err != nil {
 		return err
@@ -51,13 +53,12 @@ func (c *caReloader) load(stamp fileStamp) error {
 
 // current is the pool to verify a handshake with: a stat per handshake, a reload when the file changed.
 func (c *caReloader) current() *x509.CertPool {
-	fi, err := os.Stat(c.file)
+	stamp, err := certfile.StampOf(c.file)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		return c.pool
 	}
-	stamp := fileStamp{fi.ModTime(), fi.Size()}
 	if stamp == c.stamp || stamp == c.failed {
 		return c.pool
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/internal/certfile"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 )
 
@@ -52,10 +53,10 @@ type Server struct {
 	cfg       Config
 	log       *zap.Logger
 	metrics   *metrics
-	auth      *authenticator // nil when Auth is none
-	keys      *keySet        // the OAuth issuer's keys; nil without oauth
-	certs     *certReloader  // nil without TLS
-	clientCAs *caReloader    // nil without client certificates
+	auth      *authenticator    // nil when Auth is none
+	keys      *keySet           // the OAuth issuer's keys; nil without oauth
+	certs     *certfile.KeyPair // nil without TLS
+	clientCAs *caReloader       // nil without client certificates
 	mux       *http.ServeMux
 	roots     []root // the APIs' roots, in registration order
 	handler   http.Handler
@@ -90,7 +91,7 @@ func New(cfg Config, kube kubernetes.Interface, log *zap.Logger, reg prometheus.
 		}
 	}
 	if cfg.TLSCertFile != "" {
-		if s.certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, log); err != nil {
+		if s.certs, err = certfile.NewKeyPair(cfg.TLSCertFile, cfg.TLSKeyFile, "NBI_TLS_CERT_FILE/NBI_TLS_KEY_FILE", "TLS certificate", log); err != nil {
 			return nil, err
 		}
 	}

@@ -221,9 +221,9 @@ func TestTLSServesTheCertificateAndReloadsItWhenTheFilesChange(t *testing.T) {
 	evenLater := later.Add(time.Minute)
 	require.NoError(t, os.Chtimes(certFile, evenLater, evenLater))
 	require.Equal(t, "second", served(pool2))
-	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1)
+	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; presenting the previous one").All(), 1)
 	require.Equal(t, "second", served(pool2))
-	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; serving the previous one").All(), 1, "logged once per change")
+	require.Len(t, s.Logs.FilterMessage("the changed TLS certificate could not be loaded; presenting the previous one").All(), 1, "logged once per change")
 }
 
 func TestTLSWithUnreadableFilesFailsAtNew(t *testing.T) {

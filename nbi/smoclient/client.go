@@ -16,15 +16,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/certfile"
 )
 
 // Client is built once (New) and decorates every transport that reaches the SMO: RoundTripper for the
 // callback policy's clients (callback.Outgoing), HTTPClient for the rest.
 type Client struct {
 	cfg     Config
-	cert    *certificate // nil: none presented
-	trust   *trust       // nil: the transport's own roots
-	tokens  *tokens      // nil: no token sent
+	cert    *certfile.KeyPair // nil: none presented
+	trust   *trust            // nil: the transport's own roots
+	tokens  *tokens           // nil: no token sent
 	metrics *Metrics
 }
 
@@ -42,7 +44,7 @@ func New(cfg Config, reg prometheus.Registerer, log *zap.Logger) (*Client, error
 	}
 	var err error
 	if cfg.CertFile != "" {
-		if c.cert, err = newCertificate(cfg.CertFile, cfg.KeyFile, log); err != nil {
+		if c.cert, err = certfile.NewKeyPair(cfg.CertFile, cfg.KeyFile, "SMO_TLS_CERT_FILE/SMO_TLS_KEY_FILE", "SMO client certificate", log); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/internal/certfile"
 )
 
 // trust is the CAs the SMO's certificates are verified against: the system's roots and the CA files,
@@ -20,8 +22,8 @@ type trust struct {
 
 	mu     sync.Mutex
 	pool   *x509.CertPool
-	stamps []stamp
-	failed []stamp
+	stamps []certfile.Stamp
+	failed []certfile.Stamp
 }
 
 func newTrust(files []string, log *zap.Logger) (*trust, error) {
@@ -36,10 +38,10 @@ func newTrust(files []string, log *zap.Logger) (*trust, error) {
 	return t, nil
 }
 
-func (t *trust) stampsNow() ([]stamp, error) {
-	s := make([]stamp, len(t.files))
+func (t *trust) stampsNow() ([]certfile.Stamp, error) {
+	s := make([]certfile.Stamp, len(t.files))
 	for i, f := range t.files {
-		st, err := stampOf(f)
+		st, err := certfile.StampOf(f)
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +50,7 @@ func (t *trust) stampsNow() ([]stamp, error) {
 	return s, nil
 }
 
-func (t *trust) load(s []stamp) error {
+func (t *trust) load(s []certfile.Stamp) error {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
@@ -67,7 +69,7 @@ func (t *trust) load(s []stamp) error {
 }
 
 // current is the pool to verify with now, and the stamps it came from (a change of them: a new pool).
-func (t *trust) current() (*x509.CertPool, []stamp) {
+func (t *trust) current() (*x509.CertPool, []certfile.Stamp) {
 	s, err := t.stampsNow()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -90,7 +92,7 @@ type trusting struct {
 
 	mu    sync.Mutex
 	cur   *http.Transport
-	stamp []stamp
+	stamp []certfile.Stamp
 }
 
 func (t *trusting) RoundTrip(req *http.Request) (*http.Response, error) {
