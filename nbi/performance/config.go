@@ -63,7 +63,7 @@ const MaxInterval = 86400
 // bytes of JSON a value, gzip'd well below the ConfigMap's limit), collected at most every 30 s.
 var DefaultBounds = Bounds{MaxJobs: 20, MinInterval: 30, MaxResults: 500, MaxSubscriptions: 20}
 
-// Environment variables of the performance API (main_env.go lists them).
+// Environment variables of the performance API (internal/app/env.go lists them).
 const (
 	EnvMaxJobs     = "PERFORMANCE_MAX_JOBS"
 	EnvMinInterval = "PERFORMANCE_MIN_INTERVAL"

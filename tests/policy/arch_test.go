@@ -66,14 +66,22 @@ var leaves = []string{"api/external", "api/v1alpha1", "framework/kopf", "api/spe
 var hostsMayUse = []string{"handlers/kube"}
 
 // nbiAPIs are the northbound APIs: handler types that register their routes on the shell (nbi), which
-// knows none of them; they meet only in main (the inventory's resource ids answered by the provisioning
-// API are wired there).
+// knows none of them; they meet only in the process's wiring (the inventory's resource ids answered by the
+// provisioning API are wired there).
 var nbiAPIs = []string{"nbi/provisioning", "nbi/inventoryapi", "nbi/alarmsapi", "nbi/performanceapi"}
 
 // shared is the infrastructure both API clients and the leaves use (token files, redirects, backoff, text
 // and JSON helpers): it imports nothing of ours outside shared and no k8s.io module, so it adds no arrow
 // (netbox stays free of Kubernetes, a leaf stays pure).
 const shared = "internal"
+
+// process is the operator process (flags, environment, the wiring of every part): internal/ by its path, so
+// nothing outside the module imports it, but not shared infrastructure. Only the root's main imports it,
+// so no arrow runs back up to it.
+const process = "internal/app"
+
+// infraPkg reports whether the module-relative path r is shared infrastructure (internal/ but the process).
+func infraPkg(r string) bool { return under(r, shared) && !under(r, process) }
 
 // clockPackage is the operator's one clock (k8s.io/utils/clock): an interface over the time package that
 // imports nothing else, so netbox may tell time with it and still know no Kubernetes.
@@ -98,9 +106,11 @@ func importViolations(pkgs []goPackage) []string {
 		single := slices.Contains(alone, me)
 		for _, imp := range p.Imports {
 			them, ours := rel(imp)
-			infra := ours && under(them, shared)
+			infra := ours && infraPkg(them)
 			switch {
-			case under(me, shared) && ours && !infra:
+			case ours && under(them, process) && me != "":
+				flag(p, imp, "only main imports the process's wiring (internal/app): no arrow runs back up")
+			case infraPkg(me) && ours && !infra:
 				flag(p, imp, "the shared infrastructure (internal/) imports nothing of ours outside it")
 			case single && ours && !(leaf && infra):
 				flag(p, imp, "a leaf package imports nothing of ours but internal/ (the simulator nothing at all)")
@@ -121,7 +131,7 @@ func importViolations(pkgs []goPackage) []string {
 			case me == "nbi" && ours && slices.Contains(nbiAPIs, them):
 				flag(p, imp, "the NBI's shell knows no API: each registers its routes on it")
 			case slices.Contains(nbiAPIs, me) && ours && slices.Contains(nbiAPIs, them) && them != me:
-				flag(p, imp, "one API never imports another: main wires what they share")
+				flag(p, imp, "one API never imports another: the process's wiring (internal/app) wires what they share")
 			case under(me, "nbi") && ours && under(them, "framework"):
 				flag(p, imp, "the NBI reconciles nothing: it reads a Store and writes through the API server")
 			case under(me, "nbi") && ours && under(them, "handlers"):
@@ -137,7 +147,7 @@ func importViolations(pkgs []goPackage) []string {
 		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") && d != clockPackage }); under(me, "netbox") && i >= 0 {
 			flag(p, p.Deps[i]+" (directly or not)", "netbox never talks to Kubernetes")
 		}
-		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") }); under(me, shared) && i >= 0 {
+		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, "k8s.io/") }); infraPkg(me) && i >= 0 {
 			flag(p, p.Deps[i]+" (directly or not)", "internal/ is shared with netbox and the leaves: no Kubernetes")
 		}
 	}
@@ -271,7 +281,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The rules name these; if one moved, the rules would silently pass over it.
-	for _, want := range append(append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox"}, nbiAPIs...), alone...) {
+	for _, want := range append(append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox", process}, nbiAPIs...), alone...) {
 		require.True(t, seen[want], "package %s is gone: update docs/architecture.md and arch_test.go", want)
 	}
 
@@ -329,6 +339,12 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "internal/bearer", imports: []string{m("framework")}},
 			{pkg: "internal/bearer", deps: []string{"k8s.io/apimachinery/pkg/util/wait"}},
 			{pkg: "tests/sim/netboxsim", imports: []string{m("internal/bearer")}},
+			{pkg: "handlers", imports: []string{m("internal/app")}},
+			{pkg: "framework", imports: []string{m("internal/app")}},
+			{pkg: "internal/bearer", imports: []string{m("internal/app")}},
+			{pkg: "api/spec", imports: []string{m("internal/app")}},
+			{pkg: "tests/stack", imports: []string{m("internal/app")}},
+			{pkg: "internal/app/x", imports: []string{m("internal/app")}},
 		} {
 			got := importViolations([]goPackage{{ImportPath: m(c.pkg), Imports: c.imports, Deps: c.deps}})
 			assert.Len(t, got, 1, "%s → %v %v", c.pkg, c.imports, c.deps)
@@ -347,7 +363,9 @@ func TestImportBoundaries(t *testing.T) {
 			{ImportPath: m("netbox"), Imports: []string{clockPackage}, Deps: []string{clockPackage}},
 			{ImportPath: m("nbi/query"), Imports: []string{m("internal/bearer")}},
 			{ImportPath: m("tests/stack"), Imports: []string{m("tests/sim/netboxsim"), m("tests/kubeapi")}},
-			{ImportPath: modulePath, Imports: []string{m("framework"), m("handlers"), m("nbi"), m("nbi/provisioning"), m("nbi/inventoryapi"), m("netbox")}},
+			{ImportPath: modulePath, Imports: []string{m("internal/app")}},
+			{ImportPath: m("internal/app"), Imports: []string{m("framework"), m("handlers"), m("handlers/hosts"), m("internal/netcause"), m("nbi"), m("nbi/provisioning"), m("nbi/inventoryapi"), m("netbox")},
+				Deps: []string{"k8s.io/client-go/kubernetes"}},
 		}))
 
 		dir := t.TempDir()

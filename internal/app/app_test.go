@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -14,6 +14,29 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 )
 
+// run is the process as Main runs it once commandLine has read os.Args, built as an unstamped build is
+// (version "dev").
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return Process{Args: args, Getenv: getenv, Stdout: stdout, Stderr: stderr, Version: "dev"}.run(ctx)
+}
+
+// Main reads os.Args as they come (the program's name first, `kopf` through the image's link) and says
+// the version main was built with.
+func TestMainReadsTheProgramNameAndTheBuiltVersion(t *testing.T) {
+	for _, argv := range [][]string{
+		{"/usr/local/bin/o2ims-operator", "--version"},
+		{"/usr/local/bin/kopf", "run", "/usr/o2ims/src/manager.py", "--version"},
+	} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, Main(context.Background(), Process{Args: argv, Stdout: &stdout, Stderr: &stderr, Version: "v1.2.3"}), argv)
+		assert.True(t, strings.HasPrefix(stdout.String(), "o2ims-operator v1.2.3 go1."), stdout.String())
+		assert.Empty(t, stderr.String())
+	}
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, Main(context.Background(), Process{Args: []string{"o2ims-operator", "kopf"}, Stdout: &stdout, Stderr: &stderr}))
+	assert.Contains(t, stderr.String(), `got nothing after "kopf"`)
+}
+
 func TestFlagsAcceptThePythonImagesArguments(t *testing.T) {
 	var out bytes.Buffer
 	o, err := parseFlags(strings.Fields("run /usr/o2ims/src/manager.py --all-namespaces --liveness=http://0.0.0.0:8080/healthz -n default --standalone --verbose"), &out)
@@ -25,7 +48,7 @@ func TestFlagsAcceptThePythonImagesArguments(t *testing.T) {
 	assert.True(t, o.verbose)
 
 	// The Python Deployment's args after our ENTRYPOINT, and its command through the image's kopf link
-	// (main reads `kopf run …` as `o2ims-operator kopf run …`): flags after and between the .py files.
+	// (Main reads `kopf run …` as `o2ims-operator kopf run …`): flags after and between the .py files.
 	for _, line := range []string{
 		"kopf run /usr/o2ims/src/manager.py --all-namespaces",
 		"kopf run --all-namespaces /usr/o2ims/src/manager.py --workers=3 other.py",

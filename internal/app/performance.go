@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"github.com/o2ims-operator/o2ims-operator/framework"

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type inventoryWiring struct {
 	subs      *inventory.SubscriptionStore
 	notifier  *inventory.Notifier
 	policy    *callback.Policy  // CALLBACK_*: which callbacks subscriptions may have
-	smo       *smoclient.Client // SMO_*: the credentials every call to the SMO carries (main_smo.go)
+	smo       *smoclient.Client // SMO_*: the credentials every call to the SMO carries (smo.go)
 	smoCfg    smoclient.Config
 	getenv    func(string) string
 	log       *zap.Logger

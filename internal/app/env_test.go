@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -14,9 +14,12 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/tests/readme"
 )
 
-// docs/configuration.md's tables are main_env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
+// repoRoot is the repository's root, seen from this package's folder (where go test runs).
+var repoRoot = filepath.Join("..", "..")
+
+// docs/configuration.md's tables are env.go's, row for row (O2IMS_UPDATE_README=1 writes them).
 func TestTheEnvironmentTableIsDocumented(t *testing.T) {
-	readme.Section(t, "docs/configuration.md", "environment", markdownEnvironment(), "go test -run TestTheEnvironmentTableIsDocumented .")
+	readme.Section(t, filepath.Join(repoRoot, "docs", "configuration.md"), "environment", markdownEnvironment(), "go test -run TestTheEnvironmentTableIsDocumented ./internal/app")
 }
 
 // Every variable the operator's code reads is in the table (and so in --help and docs/configuration.md), and the table
@@ -40,20 +43,25 @@ func TestEveryVariableReadIsDocumented(t *testing.T) {
 	var all strings.Builder
 	// The product: every package but the tests' own, the simulators and the build tools.
 	notProduct := regexp.MustCompile(`^(tests|hack|tests/sim/netboxsim|nbi/inventory/smo|testdata)(/|$)`)
-	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		p, err := filepath.Rel(repoRoot, path) // as the repository names it
+		if err != nil {
+			return err
+		}
+		p = filepath.ToSlash(p)
 		if d.IsDir() {
-			if p != "." && (strings.HasPrefix(d.Name(), ".") || notProduct.MatchString(filepath.ToSlash(p))) {
+			if p != "." && (strings.HasPrefix(d.Name(), ".") || notProduct.MatchString(p)) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || p == "main_env.go" {
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || p == "internal/app/env.go" {
 			return nil
 		}
-		src, err := os.ReadFile(p)
+		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
