@@ -1,38 +1,29 @@
 package app
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/o2ims-operator/o2ims-operator/api/external"
-	"github.com/o2ims-operator/o2ims-operator/framework"
-	"github.com/o2ims-operator/o2ims-operator/handlers"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
-	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
 // serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi) and the
-// Alertmanager webhook receiver: stored in one ConfigMap in namespace (the subscriptions' Role covers it), raised from the request cache
-// (store), the inventory view, the deployment managers and NetBox's availability (nb) by the raiser, a
-// runnable of the leader, a stuck request measured on the chain's CREATION_TIMEOUT.
-func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) (*alarmsapi.API, error) {
-	gvr := external.ClusterGVR(clusterVersion)
-	dms := inventoryapi.NewDeploymentManagers(iw.view.Config(), store, func(name string) (*unstructured.Unstructured, bool, error) {
-		return op.Cache().Peek(gvr, chainCfg.ClusterNamespace, name) // read only, as inventoryapi.ClusterGetter allows
-	})
-	st := alarms.NewStore(op.Clients().Kubernetes, namespace)
+// Alertmanager webhook receiver: stored in one ConfigMap in the operator's namespace (the subscriptions'
+// Role covers it), raised from the request cache, the inventory view, the deployment managers and
+// NetBox's availability by the raiser, a runnable of the leader, a stuck request measured on the chain's
+// CREATION_TIMEOUT.
+func (w *wiring) serveAlarms() (*alarmsapi.API, error) {
+	iw, op := w.inv, w.op
+	st := alarms.NewStore(op.Clients().Kubernetes, w.namespace)
 	metrics, err := alarms.NewMetrics(op.Registry(), st)
 	if err != nil {
 		return nil, err
 	}
-	facts := alarms.NewFacts(store, iw.view, dms.List, nb.Degraded)
-	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: chainCfg.CreationTimeout},
+	facts := alarms.NewFacts(w.store, iw.view, iw.dms.List, w.netbox.Degraded)
+	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: w.cfg.chain.CreationTimeout},
 		facts, st, metrics, iw.log.Named("alarms"))
-	op.Add(raiser) // NeedLeaderElection: only the leader raises and clears
-	subs, n, err := iw.alarmNotifier(st, op, namespace)
+	w.runnables.alarmRaiser = raiser // NeedLeaderElection: only the leader raises and clears
+	subs, n, err := w.alarmNotifier(st)
 	if err != nil {
 		return nil, err
 	}
@@ -44,15 +35,13 @@ func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *f
 // alarmNotifier is the alarm subscriptions (ConfigMaps beside the inventory's, capped by
 // ALARMS_MAX_SUBSCRIPTIONS, their callbacks under the inventory's policy) and the notifier of their
 // AlarmEventNotifications: the inventory's machinery over the alarms' ConfigMap, a runnable of the leader.
-func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operator, namespace string) (*inventory.SubscriptionStore, *inventory.PolledNotifier, error) {
-	if namespace == "" {
-		namespace = "default"
-	}
-	max, err := alarms.MaxSubscriptionsFromEnv(iw.getenv)
+func (w *wiring) alarmNotifier(st *alarms.Store) (*inventory.SubscriptionStore, *inventory.PolledNotifier, error) {
+	iw, op := w.inv, w.op
+	max, err := alarms.MaxSubscriptionsFromEnv(w.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(alarms.Subscriptions).
+	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(alarms.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(max).WithPolicy(iw.policy)
 	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
 		API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: st.Snapshot, Order: alarms.Order,
@@ -61,7 +50,7 @@ func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operato
 	if err != nil {
 		return nil, nil, err
 	}
-	op.Add(n) // NeedLeaderElection: only the leader delivers
+	w.runnables.alarmNotifier = n // NeedLeaderElection: only the leader delivers
 	return subs, n, nil
 }
 

@@ -73,6 +73,7 @@ func (p Process) run(ctx context.Context) int {
 		w.addInventory,  // NetBox, its inventory and the host step (with NETBOX_URL)
 		w.addChain,      // the provisioning chain's handlers
 		w.addNorthbound, // the NBI, with the inventory's routes and notifier
+		w.addRunnables,  // every long-running part built above
 	} {
 		if err := step(); err != nil {
 			return failed(stderr, err)

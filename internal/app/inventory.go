@@ -12,42 +12,36 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
-	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
-	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
 // inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
 // view, kept by a background refresh and by the NetBox client's own confirmed writes (claims,
 // releases, quarantines: netbox.Client.ObserveWrites), served by the northbound API.
 type inventoryWiring struct {
-	cfg       inventory.Config
-	view      *inventory.View
-	refresher *inventory.Refresher
-	subs      *inventory.SubscriptionStore
-	notifier  *inventory.Notifier
-	policy    *callback.Policy  // CALLBACK_*: which callbacks subscriptions may have
-	smo       *smoclient.Client // SMO_*: the credentials every call to the SMO carries (smo.go)
-	smoCfg    smoclient.Config
-	getenv    func(string) string
-	log       *zap.Logger
+	cfg    inventory.Config
+	view   *inventory.View
+	dms    *inventoryapi.DeploymentManagers // the Clusters, read by the inventory API, its notifier and the alarms
+	policy *callback.Policy                 // CALLBACK_*: which callbacks subscriptions may have
+	smo    *smoclient.Client                // SMO_*: the credentials every call to the SMO carries (smo.go)
+	smoCfg smoclient.Config
+	log    *zap.Logger
 }
 
-// newInventory builds the view over nb and adds its refresher, a runnable of every replica: it starts
-// once the startup activities (the NetBox check first) are done. The O-Cloud id is settled first, in
-// namespace (inventory.SettleOCloudID): every id the view answers and the chain records is computed in it.
-func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Client, op *framework.Operator, namespace string, log *zap.Logger) (*inventoryWiring, error) {
+// newInventory builds the view over the NetBox client and its refresher, a runnable of every replica: it
+// starts once the startup activities (the NetBox check first) are done. The O-Cloud id is settled first,
+// in the operator's namespace (inventory.SettleOCloudID): every id the view answers and the chain records
+// is computed in it.
+func (w *wiring) newInventory() error {
+	getenv, nbCfg, op, log := w.getenv, w.cfg.netbox, w.op, w.log
 	cfg, err := inventory.ConfigFromEnv(getenv, nbCfg.URL)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if namespace == "" {
-		namespace = "default"
-	}
-	oc, note, err := inventory.SettleOCloudID(context.Background(), op.Clients().Kubernetes, namespace, getenv, nbCfg.URL)
+	oc, note, err := inventory.SettleOCloudID(context.Background(), op.Clients().Kubernetes, w.namespace, getenv, nbCfg.URL)
 	switch {
 	case apierrors.IsForbidden(err) || apierrors.IsNotFound(err):
 		// Without the inventory component's ConfigMap rights (or its namespace) the operator runs as the
@@ -57,7 +51,7 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		log.Error(why)
 		op.OnDegraded("ocloud-id", func() string { return why })
 	case err != nil:
-		return nil, err
+		return err
 	default:
 		if note != "" {
 			log.Info(note)
@@ -66,58 +60,55 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 	}
 	policyCfg, err := callback.ConfigFromEnv(getenv)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	policy, err := callback.New(policyCfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	view := inventory.NewView(cfg, func(uid string) string { return requestName(op, uid) })
-	nb.ObserveWrites(view.Written)
-	r, err := inventory.NewRefresher(view, nb, log.Named("inventory"), op.Registry())
+	w.netbox.ObserveWrites(view.Written)
+	r, err := inventory.NewRefresher(view, w.netbox, log.Named("inventory"), op.Registry())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	op.Add(r)
+	w.runnables.refresher = r
 	op.OnProbe("inventory", view.Probe)
 	// A refresh that keeps failing (NetBox down, or a token that cannot read sites or device types) is
 	// a /readyz line saying why; the ids the NBI answers are computed and answered all the same.
 	op.OnDegraded("inventory", r.Degraded)
-	iw := &inventoryWiring{cfg: cfg, view: view, refresher: r, policy: policy, getenv: getenv, log: log.Named("inventory")}
-	return iw, iw.newSMOClient(policyCfg, op)
+	// The deployment managers are the Clusters the chain made, read from the operator's cache.
+	gvr := external.ClusterGVR(w.clusterVersion)
+	dms := inventoryapi.NewDeploymentManagers(view.Config(), w.store, func(name string) (*unstructured.Unstructured, bool, error) {
+		return op.Cache().Peek(gvr, w.cfg.chain.ClusterNamespace, name) // read only, as inventoryapi.ClusterGetter allows
+	})
+	w.inv = &inventoryWiring{cfg: cfg, view: view, dms: dms, policy: policy, log: log.Named("inventory")}
+	return w.newSMOClient(policyCfg)
 }
 
-// serve builds the inventory API with its subscriptions (Clusters come from the operator's cache,
-// subscriptions are ConfigMaps in namespace; nbiAddr is the NBI's listener) and adds the notifier, a
-// runnable of the leader: only the replica holding the lease delivers. Without an inventory (iw nil)
-// the API serves no route, only its root's errors (inventoryapi.Unserved).
-func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *framework.Operator, chainCfg handlers.Config, clusterVersion, namespace string) (*inventoryapi.API, error) {
+// serveInventory builds the inventory API with its subscriptions (ConfigMaps in the operator's namespace)
+// and its notifier, a runnable of the leader: only the replica holding the lease delivers. Without an
+// inventory the API serves no route, only its root's errors (inventoryapi.Unserved).
+func (w *wiring) serveInventory() (*inventoryapi.API, error) {
+	iw, op := w.inv, w.op
 	if iw == nil {
 		return inventoryapi.Unserved(), nil
-	}
-	gvr := external.ClusterGVR(clusterVersion)
-	dms := inventoryapi.NewDeploymentManagers(iw.view.Config(), store, func(name string) (*unstructured.Unstructured, bool, error) {
-		return op.Cache().Peek(gvr, chainCfg.ClusterNamespace, name) // read only, as inventoryapi.ClusterGetter allows
-	})
-	if namespace == "" {
-		namespace = "default"
 	}
 	kube := op.Clients().Kubernetes
 	// Callbacks never reach the API server (in-cluster Service, and the address this process uses) nor
 	// the operator itself (its listeners, read at each check as they bind later, and its pod IP).
-	iw.policy.WithAPIServer(context.Background(), iw.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
-		WithOwn(func() []string { return []string{nbiAddr(), op.HealthAddr(), iw.getenv("POD_IP")} })
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, dms.List).
+	iw.policy.WithAPIServer(context.Background(), w.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
+		WithOwn(func() []string { return []string{w.nbiAddr(), op.HealthAddr(), w.getenv("POD_IP")} })
+	subs := inventory.NewSubscriptionStore(kube, w.namespace).WithBaseline(iw.view, iw.dms.List).
 		WithMax(iw.cfg.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, iw.subs,
-		dms.List, iw.log.Named("notifier"), op.Registry())
+	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, subs,
+		iw.dms.List, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
 		return nil, err
 	}
-	iw.notifier = n
-	op.Add(n)
-	iw.registerWithSMO(op, nbiAddr)
-	return inventoryapi.New(iw.view, dms, iw.subs, n.AddSubscription), nil
+	w.runnables.inventoryNotifier = n
+	w.registerWithSMO()
+	return inventoryapi.New(iw.view, iw.dms, subs, n.AddSubscription), nil
 }
 
 // requestName is the name of the cached ProvisioningRequest with uid ("" when none is cached).

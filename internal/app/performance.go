@@ -1,7 +1,6 @@
 package app
 
 import (
-	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
@@ -10,14 +9,16 @@ import (
 
 // servePerformance builds the O2IMS Infrastructure Performance API of an operator with an inventory
 // (its hosts are what jobs measure) and PROMETHEUS_URL (where they are measured): the jobs stored in one
-// ConfigMap in namespace (the subscriptions' Role covers it), collected by the evaluator, a runnable of
-// the leader. Without PROMETHEUS_URL the API answers only its root's errors (performanceapi.Unserved).
-func (iw *inventoryWiring) servePerformance(op *framework.Operator, namespace string) (nbi.API, error) {
-	pc, err := performance.PrometheusConfigFromEnv(iw.getenv)
+// ConfigMap in the operator's namespace (the subscriptions' Role covers it), collected by the evaluator, a
+// runnable of the leader. Without PROMETHEUS_URL the API answers only its root's errors
+// (performanceapi.Unserved).
+func (w *wiring) servePerformance() (nbi.API, error) {
+	iw, op := w.inv, w.op
+	pc, err := performance.PrometheusConfigFromEnv(w.getenv)
 	if err != nil || pc.URL == "" {
 		return performanceapi.Unserved(), err
 	}
-	bounds, err := performance.BoundsFromEnv(iw.getenv)
+	bounds, err := performance.BoundsFromEnv(w.getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -25,15 +26,12 @@ func (iw *inventoryWiring) servePerformance(op *framework.Operator, namespace st
 	if err != nil {
 		return nil, err
 	}
-	st := performance.NewStore(op.Clients().Kubernetes, namespace)
+	st := performance.NewStore(op.Clients().Kubernetes, w.namespace)
 	targets := func() []performance.Target { return performance.TargetsOf(iw.view.Snapshot()) }
-	op.Add(performance.NewEvaluator(st, prom, targets, bounds, iw.log.Named("performance"))) // NeedLeaderElection
+	w.runnables.evaluator = performance.NewEvaluator(st, prom, targets, bounds, iw.log.Named("performance")) // NeedLeaderElection
 	// The reports' subscribers: ConfigMaps beside the others, their callbacks under the inventory's
 	// policy, delivered by the inventory's notifier machinery, a runnable of the leader.
-	if namespace == "" {
-		namespace = "default"
-	}
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(performance.Subscriptions).
+	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(performance.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(bounds.MaxSubscriptions).WithPolicy(iw.policy)
 	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
 		API: "performance", What: "Measurement report", Kind: performance.KindJob, Read: st.Snapshot, Order: performance.Order,
@@ -42,7 +40,7 @@ func (iw *inventoryWiring) servePerformance(op *framework.Operator, namespace st
 	if err != nil {
 		return nil, err
 	}
-	op.Add(n) // NeedLeaderElection
+	w.runnables.performanceNotifier = n // NeedLeaderElection
 	return performanceapi.New(st, bounds).WithSubscriptions(subs, n.AddSubscription), nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
 )
@@ -12,8 +11,9 @@ import (
 // newSMOClient is the O-Cloud's one client towards the SMO (SMO_*): every client of the callback policy
 // (each delivery of both notifiers, the callback test) carries its credentials from now on; the
 // registration uses it too (registerWithSMO). Its metrics go on the operator's registry.
-func (iw *inventoryWiring) newSMOClient(policyCfg callback.Config, op *framework.Operator) error {
-	cfg, err := smoclient.ConfigFromEnv(iw.getenv)
+func (w *wiring) newSMOClient(policyCfg callback.Config) error {
+	iw := w.inv
+	cfg, err := smoclient.ConfigFromEnv(w.getenv)
 	if err != nil {
 		return err
 	}
@@ -24,7 +24,7 @@ func (iw *inventoryWiring) newSMOClient(policyCfg callback.Config, op *framework
 	if cfg.RegistrationURL != "" && iw.cfg.ServiceURI == "" {
 		return errNeedsServiceURI
 	}
-	if iw.smo, err = smoclient.New(cfg, op.Registry(), iw.log.Named("smo")); err != nil {
+	if iw.smo, err = smoclient.New(cfg, w.op.Registry(), iw.log.Named("smo")); err != nil {
 		return err
 	}
 	iw.smoCfg = cfg
@@ -36,7 +36,8 @@ func (iw *inventoryWiring) newSMOClient(policyCfg callback.Config, op *framework
 // OCloud Available Notification once the cache is synced and the NBI listens (nbiAddr), and says on
 // /readyz while the SMO has not accepted it — a degraded line, never a 503 (the O-Cloud serves either
 // way; the SMO being away is the SMO's outage).
-func (iw *inventoryWiring) registerWithSMO(op *framework.Operator, nbiAddr func() string) {
+func (w *wiring) registerWithSMO() {
+	iw, op := w.inv, w.op
 	if iw.smoCfg.RegistrationURL == "" {
 		return
 	}
@@ -44,9 +45,9 @@ func (iw *inventoryWiring) registerWithSMO(op *framework.Operator, nbiAddr func(
 	r := iw.smo.Registrar(smoclient.RegistrationConfig{
 		URL:      iw.smoCfg.RegistrationURL,
 		Identity: func() smoclient.Identity { return id },
-		Ready:    func() bool { return op.Ready() && nbiAddr() != "" },
+		Ready:    func() bool { return op.Ready() && w.nbiAddr() != "" },
 	}, iw.log.Named("smo-registration"))
-	op.Add(r)
+	w.runnables.smoRegistrar = r
 	op.OnDegraded("smo-registration", r.Degraded)
 }
 

@@ -16,7 +16,12 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
-// wiring is what run builds, step by step, before the operator runs.
+// defaultNamespace is the operator's namespace without POD_NAMESPACE (the framework's default too).
+const defaultNamespace = "default"
+
+// wiring is the process's one set of dependencies: each part is built once, by one of run's steps in
+// order, and read from here by the steps after it (none is passed on as a parameter); the long-running
+// parts are added to the operator in one place, addRunnables.
 type wiring struct {
 	opts    *options
 	cfg     *config
@@ -26,12 +31,45 @@ type wiring struct {
 
 	clients        *framework.Clients
 	clusterVersion string
-	podNamespace   string
+	namespace      string // POD_NAMESPACE, else defaultNamespace: the Lease, the O-Cloud id, subscriptions, alarms
 	op             *framework.Operator
-	inv            *inventoryWiring // inventory.go; nil without NETBOX_URL
-	alarmsAPI      nbi.API          // alarms.go; nil without NETBOX_URL
-	performanceAPI nbi.API          // performance.go; nil without NETBOX_URL
-	hostStep       handlers.Hosts   // nil without NETBOX_URL
+	store          cacheStore // the NBI's and the inventory's reads of ProvisioningRequests
+
+	// With NETBOX_URL only (nil without).
+	netbox         *netbox.Client
+	inv            *inventoryWiring // inventory.go
+	alarmsAPI      nbi.API          // alarms.go
+	performanceAPI nbi.API          // performance.go
+	hostStep       handlers.Hosts
+
+	nbiServer *nbi.Server // nil while not built, and when not served (nbiExposure)
+	runnables runnables
+}
+
+// runnables are the long-running parts, each set by the step that builds it (nil: not built) and added
+// by addRunnables in this order. Where each runs is its NeedLeaderElection (docs/architecture.md, "Who
+// leads").
+type runnables struct {
+	refresher           framework.Runnable // the inventory view's refresh: every replica
+	alarmRaiser         framework.Runnable // the leader
+	alarmNotifier       framework.Runnable // the leader
+	evaluator           framework.Runnable // the performance jobs' collection: the leader
+	performanceNotifier framework.Runnable // the leader
+	inventoryNotifier   framework.Runnable // the leader
+	smoRegistrar        framework.Runnable // the leader
+	northbound          framework.Runnable // the NBI's listener: every replica
+}
+
+// addRunnables adds every long-running part built to the operator: the one place they are added.
+func (w *wiring) addRunnables() error {
+	r := w.runnables
+	for _, x := range []framework.Runnable{r.refresher, r.alarmRaiser, r.alarmNotifier, r.evaluator,
+		r.performanceNotifier, r.inventoryNotifier, r.smoRegistrar, r.northbound} {
+		if x != nil {
+			w.op.Add(x)
+		}
+	}
+	return nil
 }
 
 // tuneProcess sets Go's memory limit from the container's and serves the profiles if asked to.
@@ -64,22 +102,26 @@ func (w *wiring) connect() error {
 	return err
 }
 
-// newOperator builds the framework's operator: its lease in --leader-elect-namespace, else POD_NAMESPACE.
+// newOperator builds the framework's operator: its lease in --leader-elect-namespace, else the
+// operator's namespace.
 func (w *wiring) newOperator() error {
 	o := w.opts
-	w.podNamespace = w.getenv("POD_NAMESPACE")
+	if w.namespace = w.getenv("POD_NAMESPACE"); w.namespace == "" {
+		w.namespace = defaultNamespace
+	}
 	leNS := o.leaderElectNS
 	if leNS == "" {
-		leNS = w.podNamespace
+		leNS = w.namespace
 	}
 	var err error
 	w.op, err = framework.New(w.clients, framework.Options{
 		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: handlers.Prefix,
-		Workers: o.workers, Liveness: o.liveness, MetricsAuth: w.cfg.metricsAuth, Namespace: w.podNamespace,
+		Workers: o.workers, Liveness: o.liveness, MetricsAuth: w.cfg.metricsAuth, Namespace: w.namespace,
 		LeaderElect: o.leaderElect, LeaderElectionID: o.leaderElectID, LeaderElectionNamespace: leNS,
 		ShutdownTimeout: o.shutdownTimeout, Logger: w.log, TimeForm: w.cfg.timeForm, Remedy: remedy(),
 		Redact: netcause.Redact,
 	})
+	w.store = cacheStore{w.op}
 	return err
 }
 
@@ -98,13 +140,14 @@ func (w *wiring) addInventory() error {
 	// (netbox/availability.go).
 	w.op.OnStartup("netbox", nb.Start)
 	w.op.OnDegraded("netbox", nb.Degraded)
-	if w.inv, err = newInventory(w.getenv, w.cfg.netbox, nb, w.op, w.podNamespace, w.log); err != nil {
+	w.netbox = nb
+	if err := w.newInventory(); err != nil {
 		return err
 	}
-	if w.alarmsAPI, err = w.inv.serveAlarms(cacheStore{w.op}, nb, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace); err != nil {
+	if w.alarmsAPI, err = w.serveAlarms(); err != nil {
 		return err
 	}
-	if w.performanceAPI, err = w.inv.servePerformance(w.op, w.podNamespace); err != nil {
+	if w.performanceAPI, err = w.servePerformance(); err != nil {
 		return err
 	}
 	// The chain records the resource ids the inventory answers: the same O-Cloud id.
@@ -128,14 +171,7 @@ func (w *wiring) addNorthbound() error {
 	if w.hostStep != nil {
 		nbiCfg.Chain.Reserved = w.hostStep.Reserved()
 	}
-	var srv *nbi.Server // its address is read by the callback policy once it listens
-	nbiAddr := func() string {
-		if srv == nil {
-			return "" // not served (nbiExposure)
-		}
-		return srv.Addr()
-	}
-	invAPI, err := w.inv.serve(cacheStore{w.op}, nbiAddr, w.op, w.cfg.chain, w.clusterVersion, w.podNamespace)
+	invAPI, err := w.serveInventory()
 	if err != nil {
 		return err
 	}
@@ -148,16 +184,18 @@ func (w *wiring) addNorthbound() error {
 		})
 		return nil
 	}
-	provAPI, err := provisioning.New(cacheStore{w.op}, w.clients.Dynamic, invAPI.ResourceIDs)
+	provAPI, err := provisioning.New(w.store, w.clients.Dynamic, invAPI.ResourceIDs)
 	if err != nil {
 		return err
 	}
-	if srv, err = nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI, w.alarms(), w.performance()); err != nil {
+	srv, err := nbi.New(nbiCfg, w.clients.Kubernetes, w.log.Named("nbi"), w.op.Registry(), provAPI, invAPI, w.alarms(), w.performance())
+	if err != nil {
 		return err
 	}
+	w.nbiServer = srv
 	// A port in use, or the serving loop ending by itself, stops the operator; the drain comes after the
 	// passes, within the one stop deadline.
-	w.op.Add(northbound{srv: srv, log: w.log})
+	w.runnables.northbound = northbound{srv: srv, log: w.log}
 	w.op.OnCleanup("stop_northbound", srv.Shutdown)
 	op := w.op
 	op.OnProbe("now", func(context.Context) (any, error) { return time.Now().UTC().Format(time.RFC3339Nano), nil })
@@ -173,3 +211,12 @@ func (w *wiring) addNorthbound() error {
 }
 
 // cacheStore serves the NBI's reads from the operator's informer cache; until the cache has synced it
+
+// nbiAddr is the NBI's listening address, read by the callback policy and the SMO registration once it
+// listens: "" before, and when it is not served (nbiExposure).
+func (w *wiring) nbiAddr() string {
+	if w.nbiServer == nil {
+		return ""
+	}
+	return w.nbiServer.Addr()
+}
