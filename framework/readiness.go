@@ -29,7 +29,7 @@ const (
 )
 
 // RemedyFunc says what grants a refused watch, e.g. "apply manifests/inventory". The framework knows
-// resources, not how they are deployed; the operator's main fills that in.
+// resources, not how they are deployed; the operator's wiring (internal/app) fills that in.
 type RemedyFunc func(gvr schema.GroupVersionResource, namespace string, why Refusal) string
 
 func defaultRemedy(gvr schema.GroupVersionResource, namespace string, why Refusal) string {

@@ -21,7 +21,7 @@ import (
 
 // A handler's error quoting a NetBox transport failure (an internal address, a DNS server) reaches
 // neither the object (kopf's progress record) nor its events nor a log line above DEBUG: Options.Redact
-// masks it (main wires netcause.Redact). The unmasked text is logged at DEBUG only.
+// masks it (internal/app wires netcause.Redact). The unmasked text is logged at DEBUG only.
 func TestHandlerErrorsAreRedactedBeforeTheyLeaveTheProcess(t *testing.T) {
 	t.Parallel()
 	const label = "redact"

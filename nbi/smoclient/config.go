@@ -17,7 +17,7 @@ type Config struct {
 	Audience   string   // SMO_OAUTH_AUDIENCE: sent as the token request's "audience" parameter
 
 	CertFile, KeyFile string   // SMO_TLS_CERT_FILE, SMO_TLS_KEY_FILE: the client certificate, reloaded on change
-	CAFiles           []string // SMO_CA_FILE (and CALLBACK_CA_FILE, main adds it): trusted besides the system's roots, reloaded on change
+	CAFiles           []string // SMO_CA_FILE (and CALLBACK_CA_FILE, internal/app adds it): trusted besides the system's roots, reloaded on change
 
 	RegistrationURL string // SMO_REGISTRATION_URL: where the OCloud Available Notification goes (registration.go)
 }
