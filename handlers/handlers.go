@@ -68,10 +68,11 @@ func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
-	external.PackageVariantGVR.GroupResource():  external.PackageVariantKind,
-	v1alpha1.GVR.GroupResource():                v1alpha1.Kind,
-	external.ClusterGVR("").GroupResource():     external.ClusterKind,
-	external.PackageRevisionGVR.GroupResource(): external.PackageRevisionKind,
+	external.PackageVariantGVR.GroupResource():           external.PackageVariantKind,
+	v1alpha1.GVR.GroupResource():                         v1alpha1.Kind,
+	external.ClusterGVR("").GroupResource():              external.ClusterKind,
+	external.PackageRevisionGVR.GroupResource():          external.PackageRevisionKind,
+	external.PackageRevisionResourcesGVR.GroupResource(): external.PackageRevisionResourcesKind,
 }
 
 // Handlers holds the chain's dependencies.

@@ -54,51 +54,63 @@ func (h *Handlers) upstreamRevisionName(req Request) string {
 	return h.cfg.UpstreamRepo + "." + strings.ReplaceAll(req.TemplateName, "/", ".") + "." + req.TemplateVersion
 }
 
-// porchPublished reads Porch's report on the rewritten spec: done when it is rendered and published;
-// otherwise wait is the status to write. A read that failed is err (for retryOrFail), a revision not
-// there (yet) is a wait.
-func (h *Handlers) porchPublished(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (done bool, wait said, err error) {
+// porchPublished reads Porch's report on the rewritten spec: done when it is rendered and published, with
+// the Cluster the published revision renders (rendered.go; nil when the spec was never rewritten: the
+// first creation reads no revision); otherwise wait is the status to write. A read that failed is err
+// (for retryOrFail), a revision not there (yet) is a wait.
+func (h *Handlers) porchPublished(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (done bool, rendered *unstructured.Unstructured, wait said, err error) {
+	name, wait, err := h.publishedRevision(ctx, c, pv, req)
+	if name == "" {
+		return wait.m == nil && err == nil, nil, wait, err
+	}
+	rendered, wait, err = h.renderedCluster(ctx, c, pv.GetNamespace(), name, req.ClusterName)
+	return rendered != nil, rendered, wait, err
+}
+
+// publishedRevision is the name of the revision Porch published for the rewritten spec: "" with no wait
+// when the spec was never rewritten, "" with a wait (or err) while there is none.
+func (h *Handlers) publishedRevision(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, req Request) (string, said, error) {
 	updated, rewritten := specUpdatedAt(pv)
 	if !rewritten {
-		return true, said{}, nil
+		return "", said{}, nil
 	}
 	targets := downstreamTargets(pv)
 	if len(targets) == 0 {
-		return false, msgRenderingAwaitingRender.with("the package variant names no package revision yet"), nil
+		return "", msgRenderingAwaitingRender.with("the package variant names no package revision yet"), nil
 	}
 	var pub *unstructured.Unstructured
 	for _, name := range targets {
 		pr, wait, err := h.readRevision(ctx, c, pv.GetNamespace(), name)
 		if pr == nil {
-			return false, wait, err
+			return "", wait, err
 		}
 		lc, _, _ := unstructured.NestedString(pr.Object, "spec", "lifecycle")
 		if lc != "Published" {
-			return false, msgRenderingAwaitingApproval.with(name, lc), nil
+			return "", msgRenderingAwaitingApproval.with(name, lc), nil
 		}
 		pub = pr
 	}
 	if !ownedByPV(pub, pv) || revisionField(pub, "repository") != h.cfg.DownstreamRepo || revisionField(pub, "packageName") != req.ClusterName {
-		return false, msgRenderingAwaitingRender.with("package revision " + pub.GetName() + " is not this package variant's " + h.cfg.DownstreamRepo + "/" + req.ClusterName), nil
+		return "", msgRenderingAwaitingRender.with("package revision " + pub.GetName() + " is not this package variant's " + h.cfg.DownstreamRepo + "/" + req.ClusterName), nil
 	}
 	up, wait, err := h.readRevision(ctx, c, pv.GetNamespace(), h.upstreamRevisionName(req))
 	if up == nil {
 		if err == nil {
 			wait = msgRenderingAwaitingRender.with("Porch has no revision " + req.TemplateVersion + " of template " + req.TemplateName + " in " + h.cfg.UpstreamRepo)
 		}
-		return false, wait, err
+		return "", wait, err
 	}
 	dir, _, _ := unstructured.NestedString(pub.Object, "status", "upstreamLock", "git", "directory")
 	ref, _, _ := unstructured.NestedString(pub.Object, "status", "upstreamLock", "git", "ref")
 	rev, _, _ := unstructured.NestedInt64(up.Object, "spec", "revision")
 	if dir != revisionField(up, "packageName") || lockRevision(ref) != rev || rev <= 0 {
-		return false, msgRenderingAwaitingRender.with("published package revision " + pub.GetName() + " is cloned from " + ref + ", not from " + req.TemplateName + " " + req.TemplateVersion), nil
+		return "", msgRenderingAwaitingRender.with("published package revision " + pub.GetName() + " is cloned from " + ref + ", not from " + req.TemplateName + " " + req.TemplateVersion), nil
 	}
 	at, _, _ := unstructured.NestedString(pub.Object, "status", "publishTimestamp")
 	if t, err := time.Parse(time.RFC3339, at); err != nil || t.Before(updated.Truncate(time.Second)) {
-		return false, msgRenderingAwaitingRender.with("the latest published package revision " + pub.GetName() + " is older than the change"), nil
+		return "", msgRenderingAwaitingRender.with("the latest published package revision " + pub.GetName() + " is older than the change"), nil
 	}
-	return true, said{}, nil
+	return pub.GetName(), said{}, nil
 }
 
 // readRevision GETs a PackageRevision (live: Porch's aggregated API is not watched, its list is every
