@@ -1,11 +1,19 @@
 package handlers
 
 import (
+	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/o2ims-operator/o2ims-operator/api/external"
+	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
 // The Cluster a package renders is found as Porch reads a package (YAML files, local-config skipped), by
@@ -43,4 +51,44 @@ func TestTheRenderedClusterIsFoundAndComparedAsTheAPIServerHoldsIt(t *testing.T)
 	assert.Equal(t, "spec.clusterNetwork.pods.cidrBlocks, spec.clusterNetwork.serviceDomain", notCarried(cl, live))
 	delete(live.Object, "spec")
 	assert.Equal(t, "spec", notCarried(cl, live))
+}
+
+// A rendered Cluster of another version than the watched one is compared with the live Cluster read at
+// that version, and the watched (cached) Cluster counts only once it holds the generation compared.
+func TestARenderedClusterOfAnotherVersionIsComparedAtThatVersion(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	ctx := context.Background()
+	clients, err := framework.NewClients(srv.AdminConfig(), framework.DefaultClientOptions())
+	require.NoError(t, err)
+	cfg, err := ConfigFromEnv(func(string) string { return "" })
+	require.NoError(t, err)
+	h := New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
+	gvr := external.ClusterGVR("v1beta2")
+	cl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": external.ClusterKind,
+		"spec": map[string]any{"clusterNetwork": map[string]any{"serviceDomain": "a.local", "apiServerPort": int64(6443)}}}}
+	cl.SetName("edge-versions-1")
+	cl.SetNamespace("default")
+	cached, err := srv.AdminDynamic().Resource(gvr).Namespace("default").Create(ctx, cl, metav1.CreateOptions{})
+	require.NoError(t, err)
+	rendered := findCluster(map[string]any{"cluster.yaml": "apiVersion: cluster.x-k8s.io/v1beta1\nkind: Cluster\nmetadata:\n  name: edge-versions-1\n" +
+		"spec:\n  clusterNetwork:\n    serviceDomain: a.local\n    apiServerPort: 6443\n"}, "edge-versions-1", "default")
+	require.NotNil(t, rendered)
+	c := &framework.Cause{Object: cached, Logger: zaptest.NewLogger(t)}
+
+	differs, behind, err := h.clusterCarries(ctx, c, rendered, cached)
+	require.NoError(t, err)
+	assert.Empty(t, differs)
+	assert.Zero(t, behind)
+
+	stale := cached.DeepCopy()
+	stale.SetGeneration(cached.GetGeneration() - 1)
+	_, behind, err = h.clusterCarries(ctx, c, rendered, stale)
+	require.NoError(t, err)
+	assert.Equal(t, cached.GetGeneration(), behind, "a cache behind the generation compared is not believed")
+
+	require.NoError(t, unstructured.SetNestedField(rendered.Object, "b.local", "spec", "clusterNetwork", "serviceDomain"))
+	differs, _, err = h.clusterCarries(ctx, c, rendered, cached)
+	require.NoError(t, err)
+	assert.Equal(t, "spec.clusterNetwork.serviceDomain", differs)
 }
