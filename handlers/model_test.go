@@ -298,16 +298,35 @@ func (m *model) bmcQuarantined() int {
 }
 
 func (m *model) run(steps int) {
+	var took struct{ ops, sleeps, checks, drain time.Duration }
+	slowest, slowestOp := time.Duration(0), ""
+	setup := time.Since(m.started)
 	for i := 0; i < steps && !m.t.Failed(); i++ {
+		at := time.Now()
 		op := m.step()
+		d := time.Since(at)
+		took.ops += d
+		if d > slowest {
+			slowest, slowestOp = d, op
+		}
 		m.ops[op]++
 		m.steps++
+		at = time.Now()
 		time.Sleep(time.Duration(150+m.rng.Intn(600)) * time.Millisecond)
+		took.sleeps += time.Since(at)
+		at = time.Now()
 		m.check(fmt.Sprintf("step %d (%s)", i+1, op))
+		took.checks += time.Since(at)
 	}
 	if !m.t.Failed() {
+		at := time.Now()
 		m.drain()
+		took.drain = time.Since(at)
 	}
+	// Where a sequence's time goes, so a slow run says why (make chaos's budget is wall time).
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	m.t.Logf("model sequence seed %d took %s: setup %s, operations %s (slowest %s %s), sleeps %s, checks %s, drain %s",
+		m.seed, r(time.Since(m.started)), r(setup), r(took.ops), slowestOp, r(slowest), r(took.sleeps), r(took.checks), r(took.drain))
 }
 
 func (m *model) live() []string {
