@@ -33,7 +33,9 @@ import (
 // the requested template's revision, and was published no earlier than the rewrite (whole seconds,
 // Porch's clock against ours): the labels live in the package's Kptfile, which only
 // PackageRevisionResources shows, so a publication after the change is the evidence that they are in.
-// Until then the request waits, saying for what; CREATION_TIMEOUT from the change bounds the wait.
+// That revision's PackageRevisionResources then say which Cluster it renders, and the Cluster counts for
+// the change once it carries that (rendered.go). Until then the request waits, saying for what;
+// CREATION_TIMEOUT from the change bounds the wait.
 //
 // Approval: Nephio's approval controller publishes under policy "initial" only while the package has no
 // Published revision (nephio controllers/pkg/reconcilers/approval/README.md and reconciler.go
