@@ -83,13 +83,19 @@ type Handlers struct {
 	kube           kube.Client
 	hosts          Hosts
 	metrics        *Metrics
+	porch          porchEvidence
+	reporter
 }
 
 // New builds the chain. clusterVersion comes from DetectClusterVersion; hosts is nil without an inventory.
 func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
+	k, m := kube.New(clients.Dynamic, kinds), newMetrics(reg)
 	return &Handlers{
 		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: external.ClusterGVR(clusterVersion),
-		kube: kube.New(clients.Dynamic, kinds), hosts: hosts, metrics: newMetrics(reg),
+		kube: k, hosts: hosts, metrics: m,
+		porch: porchEvidence{kube: k, upstreamRepo: cfg.UpstreamRepo, downstreamRepo: cfg.DownstreamRepo,
+			clusterNamespace: cfg.ClusterNamespace, clusterVersion: clusterVersion},
+		reporter: reporter{creationTimeout: cfg.CreationTimeout, requeue: cfg.Requeue, metrics: m, hosts: hosts},
 	}
 }
 

@@ -215,16 +215,16 @@ func rewriteAnnotations(c *framework.Cause, pv *unstructured.Unstructured) map[s
 // retryOrFail turns a classified failure of a PackageVariant call into the request's status: a retryable
 // one keeps it progressing with a message that says so (not "failed" next to "progressing"), a
 // non-retryable one fails it.
-func (h *Handlers) retryOrFail(c *framework.Cause, err error) error {
+func (r *reporter) retryOrFail(c *framework.Cause, err error) error {
 	ae, ok := framework.AsAPIError(err)
 	if !ok {
 		return err // not an API failure: a bug; the framework retries with backoff
 	}
 	if ae.Retryable {
-		h.setStatus(c, msgRenderingRetrying.with(ae.Error()))
-		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
+		r.setStatus(c, msgRenderingRetrying.with(ae.Error()))
+		return &framework.TemporaryError{Message: ae.Error(), Delay: r.requeue}
 	}
-	return h.fail(c, msgRenderingFailed.with(ae.Error()))
+	return r.fail(c, msgRenderingFailed.with(ae.Error()))
 }
 
 // condition finds a status condition by type.

@@ -165,10 +165,10 @@ func TestAChangeThatLeavesTheClusterSpecIsFulfilledOnItsPublication(t *testing.T
 	// The shipped Role is enough to read what this took: the revision and its content (get only).
 	h := shippedRoleHandlers(t, srv, "porch-read")
 	cause := &framework.Cause{Object: done, Logger: zaptest.NewLogger(t)}
-	rev, _, err := h.readRevision(context.Background(), cause, "default", pr.GetName())
+	rev, _, err := h.porch.readRevision(context.Background(), cause, "default", pr.GetName())
 	require.NoError(t, err)
 	require.NotNil(t, rev)
-	cl, wait, err := h.renderedCluster(context.Background(), cause, "default", pr.GetName(), "edge-samecluster-1")
+	cl, wait, err := h.porch.renderedCluster(context.Background(), cause, "default", pr.GetName(), "edge-samecluster-1")
 	require.NoError(t, err, "the shipped Role cannot read the published revision's content")
 	require.NotNil(t, cl, wait.text)
 	assert.Empty(t, notCarried(cl, after))

@@ -122,7 +122,7 @@ func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, r
 	if ready, msg := renderingReady(pv); !ready {
 		return nil, true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
-	published, rendered, msg, err := h.porchPublished(ctx, c, pv, req)
+	published, rendered, msg, err := h.porch.published(ctx, c, pv, req)
 	if err != nil {
 		return nil, true, h.retryOrFail(c, err)
 	}
@@ -145,7 +145,7 @@ func (h *Handlers) provisionCluster(ctx context.Context, c *framework.Cause, req
 	}
 	v := viewCluster(cl, h.clusterVersion)
 	if rendered != nil {
-		differs, behind, err := h.clusterCarries(ctx, c, rendered, cl)
+		differs, behind, err := h.porch.clusterCarries(ctx, c, rendered, cl)
 		switch {
 		case framework.IsClass(err, framework.ClassNotFound):
 			return h.waitWithinBudget(c, "cluster", msgClusterAbsent.with(), "")

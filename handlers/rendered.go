@@ -49,8 +49,8 @@ import (
 
 // renderedCluster reads the published revision's content and returns the Cluster it renders, or a wait:
 // no content for the revision (yet), or no such Cluster in it. A failed read is err.
-func (h *Handlers) renderedCluster(ctx context.Context, c *framework.Cause, ns, revision, clusterName string) (*unstructured.Unstructured, said, error) {
-	prr, err := h.kube.Get(ctx, c, external.PackageRevisionResourcesGVR, ns, revision)
+func (p *porchEvidence) renderedCluster(ctx context.Context, c *framework.Cause, ns, revision, clusterName string) (*unstructured.Unstructured, said, error) {
+	prr, err := p.kube.Get(ctx, c, external.PackageRevisionResourcesGVR, ns, revision)
 	if framework.IsClass(err, framework.ClassNotFound) {
 		return nil, msgRenderingAwaitingRender.with("Porch serves no content for package revision " + revision), nil
 	}
@@ -58,7 +58,7 @@ func (h *Handlers) renderedCluster(ctx context.Context, c *framework.Cause, ns, 
 		return nil, said{}, err
 	}
 	resources, _, _ := unstructured.NestedMap(prr.Object, "spec", "resources")
-	cl := findCluster(resources, clusterName, h.cfg.ClusterNamespace)
+	cl := findCluster(resources, clusterName, p.clusterNamespace)
 	if cl == nil {
 		return nil, msgRenderingNoCluster.with(revision, clusterName), nil
 	}
@@ -175,12 +175,12 @@ func notCarried(rendered, live *unstructured.Unstructured) string {
 // lacks ("" when it carries them all). cached is the watched Cluster; a rendered Cluster of another version
 // is compared with a live read at that version (see above), and behind is that read's generation while
 // the cache has not caught up with it (0 otherwise).
-func (h *Handlers) clusterCarries(ctx context.Context, c *framework.Cause, rendered, cached *unstructured.Unstructured) (differs string, behind int64, err error) {
+func (p *porchEvidence) clusterCarries(ctx context.Context, c *framework.Cause, rendered, cached *unstructured.Unstructured) (differs string, behind int64, err error) {
 	version := strings.TrimPrefix(rendered.GetAPIVersion(), external.ClusterGroup+"/")
-	if version == h.clusterVersion {
+	if version == p.clusterVersion {
 		return notCarried(rendered, cached), 0, nil
 	}
-	live, err := h.kube.Get(ctx, c, external.ClusterGVR(version), cached.GetNamespace(), cached.GetName())
+	live, err := p.kube.Get(ctx, c, external.ClusterGVR(version), cached.GetNamespace(), cached.GetName())
 	if err != nil {
 		return "", 0, err
 	}

@@ -76,19 +76,19 @@ func TestARenderedClusterOfAnotherVersionIsComparedAtThatVersion(t *testing.T) {
 	require.NotNil(t, rendered)
 	c := &framework.Cause{Object: cached, Logger: zaptest.NewLogger(t)}
 
-	differs, behind, err := h.clusterCarries(ctx, c, rendered, cached)
+	differs, behind, err := h.porch.clusterCarries(ctx, c, rendered, cached)
 	require.NoError(t, err)
 	assert.Empty(t, differs)
 	assert.Zero(t, behind)
 
 	stale := cached.DeepCopy()
 	stale.SetGeneration(cached.GetGeneration() - 1)
-	_, behind, err = h.clusterCarries(ctx, c, rendered, stale)
+	_, behind, err = h.porch.clusterCarries(ctx, c, rendered, stale)
 	require.NoError(t, err)
 	assert.Equal(t, cached.GetGeneration(), behind, "a cache behind the generation compared is not believed")
 
 	require.NoError(t, unstructured.SetNestedField(rendered.Object, "b.local", "spec", "clusterNetwork", "serviceDomain"))
-	differs, _, err = h.clusterCarries(ctx, c, rendered, cached)
+	differs, _, err = h.porch.clusterCarries(ctx, c, rendered, cached)
 	require.NoError(t, err)
 	assert.Equal(t, "spec.clusterNetwork.serviceDomain", differs)
 }
