@@ -127,7 +127,7 @@ var (
 		"Cluster instance rendering ongoing: waiting for Porch to render the change ({porch})",
 		"the PackageVariant was rewritten for a spec change and Porch has not yet published a revision of it: `porch` says what it reports instead " +
 			"(no revision named in `status.downstreamTargets`; the template revision missing from `UPSTREAM_PKG_REPO`; the published revision cloned from another template revision; " +
-			"the latest published revision older than the change); Porch's `Ready` alone, which carries no generation, is never taken for the new spec"}
+			"the latest published revision older than the change; no content served for it); Porch's `Ready` alone, which carries no generation, is never taken for the new spec"}
 	msgRenderingAwaitingApproval = &message{"rendering-awaiting-approval", progressing,
 		"Cluster instance rendering ongoing: waiting for package revision {revision} ({lifecycle}) to be approved and published",
 		"Porch rendered the change into a draft; Nephio's approval policy `initial` publishes only a package's first revision, so someone must approve this one (`porchctl rpkg propose` / `approve`)"}
