@@ -21,7 +21,7 @@ func causeAt(u *unstructured.Unstructured, now time.Time) *framework.Cause {
 // The budget is measured on the pass's clock (the framework's) from the request's creationTimestamp, and
 // from an update's recorded start when one re-drives the request.
 func TestBudgetRunsFromCreationOnThePassClock(t *testing.T) {
-	h := &Handlers{cfg: Config{CreationTimeout: 30 * time.Minute, Requeue: 10 * time.Second}, metrics: newMetrics(nil)}
+	h := &reporter{creationTimeout: 30 * time.Minute, requeue: 10 * time.Second, metrics: newMetrics(nil)}
 	created := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	u := provisioningRequest("b1", "unit", tmplOK, map[string]any{"clusterName": "c"})
 	u.SetCreationTimestamp(metav1.NewTime(created))
@@ -50,7 +50,7 @@ func TestBudgetRunsFromCreationOnThePassClock(t *testing.T) {
 }
 
 func TestStatusTimeMovesOnlyWhenStateOrMessageChanges(t *testing.T) {
-	h := &Handlers{cfg: Config{Requeue: time.Second}, metrics: newMetrics(nil)}
+	h := &reporter{requeue: time.Second, metrics: newMetrics(nil)}
 	u := provisioningRequest("s1", "unit", tmplOK, nil)
 	u.Object["status"] = map[string]any{"provisioningStatus": map[string]any{
 		"provisioningState": "progressing", "provisioningMessage": "Cluster instance rendering ongoing", "provisioningUpdateTime": "2026-11-30T12:00:00Z"}}

@@ -43,6 +43,11 @@ const (
 	// Sync's poll): Porch reports a change published while the Cluster is still the old, settled one.
 	tmplSlowSync = "tmpl-slow-sync"
 	syncDelay    = 3 * time.Second
+	// Its versions all render the same Cluster spec (a bump changes only the package's other objects), and
+	// the GitOps sync applies them syncDelay after publication: no apply ever moves the Cluster's generation.
+	tmplSameCluster = "tmpl-same-cluster"
+	// Its revisions render no Cluster at all.
+	tmplNoCluster = "tmpl-no-cluster"
 	// degradeAfter is when those faults start: after the request was fulfilled.
 	degradeAfter = 10 * time.Second
 )
@@ -63,7 +68,9 @@ var worldOptions = world.Options{
 	ApproveDelay: 100 * time.Millisecond, RolloutDelay: 1500 * time.Millisecond,
 	PorchDegradesAfter:   map[string]time.Duration{tmplPorchDegrades: degradeAfter},
 	ClusterDegradesAfter: map[string]time.Duration{tmplClusterDegrades: degradeAfter},
-	SyncDelay:            map[string]time.Duration{tmplSlowSync: syncDelay},
+	SyncDelay:            map[string]time.Duration{tmplSlowSync: syncDelay, tmplSameCluster: syncDelay},
+	SameClusterSpec:      map[string]bool{tmplSameCluster: true},
+	NoCluster:            map[string]bool{tmplNoCluster: true},
 }
 
 func TestMain(m *testing.M) {

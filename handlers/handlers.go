@@ -68,10 +68,11 @@ func HostsConfig(cfg Config, oCloud uuid.UUID) hosts.Config {
 
 // kinds of what the chain reads by name: an answer of another kind is not the object asked for.
 var kinds = map[schema.GroupResource]string{
-	external.PackageVariantGVR.GroupResource():  external.PackageVariantKind,
-	v1alpha1.GVR.GroupResource():                v1alpha1.Kind,
-	external.ClusterGVR("").GroupResource():     external.ClusterKind,
-	external.PackageRevisionGVR.GroupResource(): external.PackageRevisionKind,
+	external.PackageVariantGVR.GroupResource():           external.PackageVariantKind,
+	v1alpha1.GVR.GroupResource():                         v1alpha1.Kind,
+	external.ClusterGVR("").GroupResource():              external.ClusterKind,
+	external.PackageRevisionGVR.GroupResource():          external.PackageRevisionKind,
+	external.PackageRevisionResourcesGVR.GroupResource(): external.PackageRevisionResourcesKind,
 }
 
 // Handlers holds the chain's dependencies.
@@ -82,13 +83,19 @@ type Handlers struct {
 	kube           kube.Client
 	hosts          Hosts
 	metrics        *Metrics
+	porch          porchEvidence
+	reporter
 }
 
 // New builds the chain. clusterVersion comes from DetectClusterVersion; hosts is nil without an inventory.
 func New(cfg Config, clusterVersion string, clients *framework.Clients, hosts Hosts, reg prometheus.Registerer) *Handlers {
+	k, m := kube.New(clients.Dynamic, kinds), newMetrics(reg)
 	return &Handlers{
 		cfg: cfg, clusterVersion: clusterVersion, clusterGVR: external.ClusterGVR(clusterVersion),
-		kube: kube.New(clients.Dynamic, kinds), hosts: hosts, metrics: newMetrics(reg),
+		kube: k, hosts: hosts, metrics: m,
+		porch: porchEvidence{kube: k, upstreamRepo: cfg.UpstreamRepo, downstreamRepo: cfg.DownstreamRepo,
+			clusterNamespace: cfg.ClusterNamespace, clusterVersion: clusterVersion},
+		reporter: reporter{creationTimeout: cfg.CreationTimeout, requeue: cfg.Requeue, metrics: m, hosts: hosts},
 	}
 }
 

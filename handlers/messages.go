@@ -127,10 +127,13 @@ var (
 		"Cluster instance rendering ongoing: waiting for Porch to render the change ({porch})",
 		"the PackageVariant was rewritten for a spec change and Porch has not yet published a revision of it: `porch` says what it reports instead " +
 			"(no revision named in `status.downstreamTargets`; the template revision missing from `UPSTREAM_PKG_REPO`; the published revision cloned from another template revision; " +
-			"the latest published revision older than the change); Porch's `Ready` alone, which carries no generation, is never taken for the new spec"}
+			"the latest published revision older than the change; no content served for it); Porch's `Ready` alone, which carries no generation, is never taken for the new spec"}
 	msgRenderingAwaitingApproval = &message{"rendering-awaiting-approval", progressing,
 		"Cluster instance rendering ongoing: waiting for package revision {revision} ({lifecycle}) to be approved and published",
 		"Porch rendered the change into a draft; Nephio's approval policy `initial` publishes only a package's first revision, so someone must approve this one (`porchctl rpkg propose` / `approve`)"}
+	msgRenderingNoCluster = &message{"rendering-no-cluster", progressing,
+		"Cluster instance rendering ongoing: the published package revision {revision} renders no Cluster {cluster}",
+		"Porch published the change, but the revision's content (`PackageRevisionResources`) holds no `cluster.x-k8s.io` Cluster of that name outside kpt's local-config objects: there is nothing to wait for on the Cluster, and the budget runs out saying so"}
 	msgRenderingEarlierRequest = &message{"rendering-earlier-request", progressing,
 		"Cluster instance rendering ongoing; waiting for the package variant of an earlier request of this name to be removed",
 		"a request re-created under a name whose deleted predecessor's PackageVariant the garbage collector has not removed yet"}
@@ -153,8 +156,9 @@ var (
 		"Cluster resource creation ongoing ({phase}; Cluster API has not observed generation {generation} yet)",
 		"the Cluster's `status.observedGeneration` is behind its generation: its report is about an older spec"}
 	msgClusterNotApplied = &message{"cluster-not-applied", progressing,
-		"Cluster resource creation ongoing (waiting for the published change to be applied to the Cluster: its generation is still {generation}, as when the template was changed)",
-		"Porch published the template change but the Cluster's `metadata.generation` has not moved past the one recorded when the package variant was rewritten: the GitOps sync has not applied the new revision yet (or it does not change the Cluster's spec, and the budget will run out saying so)"}
+		"Cluster resource creation ongoing (waiting for the published change to be applied to the Cluster: it differs at {fields})",
+		"Porch published the change, but the live Cluster's spec does not yet carry every field the published revision's Cluster sets: the GitOps sync has not applied it yet. " +
+			"`fields` are the paths that differ (`spec.…`, at most five; no values); a field a webhook rewrites would keep them differing until the budget runs out, saying so"}
 	msgClusterRollingOut = &message{"cluster-rolling-out", progressing,
 		"Cluster resource creation ongoing ({phase}; rolling out: {rollout})",
 		"the Cluster is available but Cluster API reports a rollout in progress (v1beta2 conditions `RollingOut=True`, `ControlPlaneMachinesUpToDate` or `WorkerMachinesUpToDate` `False`, `TopologyReconciled=False`): the request waits until it is done"}
@@ -219,7 +223,7 @@ var (
 var messages = []*message{
 	msgRedriven, msgRedrivenAfterFailure, msgRedrivenDegraded,
 	msgHostsPreparing, msgHostsGivingBack, msgHostsRetrying, msgHostsHeldWithoutInventory,
-	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingAwaitingRender, msgRenderingAwaitingApproval, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
+	msgRendering, msgRenderingNotReady, msgRenderingNotReported, msgRenderingAwaitingRender, msgRenderingAwaitingApproval, msgRenderingNoCluster, msgRenderingEarlierRequest, msgRenderingAdoptionRaced,
 	msgRenderingCreateLost, msgRenderingUpdateRaced, msgRenderingRetrying,
 	msgClusterAbsent, msgClusterNotObserved, msgClusterNotApplied, msgClusterRollingOut, msgClusterOngoing,
 	msgFulfilled,

@@ -116,8 +116,8 @@ func modelReport(failed bool, sequences int, parallel string, total *modelTotals
 		"than the view's bound; no device held twice; no BareMetalHost or BMC "+
 		"Secret without a recorded claim; never a BareMetalHost a Machine consumes released; a fulfilled or failed request's status does not move and no budget "+
 		"restarts without a spec change; a fulfilled request's package variant renders its current template (after a "+
-		"change, on a Published revision Porch locked to it: never fulfilled on an unrendered spec; some changes "+
-		"go to a template whose drafts nobody publishes) and "+
+		"change, on a Published revision Porch locked to it, whose content's Cluster the live Cluster carries: never fulfilled on an unrendered spec; some changes "+
+		"go to a template whose drafts nobody publishes, some to one whose versions leave the Cluster's spec as it was) and "+
 		"its ids resolve in the inventory to devices it holds (never a refused one); every status the operator "+
 		"writes is a row of the message table (`handlers/messages.go`); the operator never stops by itself. At the end of each sequence everything is deleted, every host must be back in the pool and every "+
 		"refused host quarantined with its reason or back in the pool. Sequences run in parallel, each with its "+
@@ -298,16 +298,35 @@ func (m *model) bmcQuarantined() int {
 }
 
 func (m *model) run(steps int) {
+	var took struct{ ops, sleeps, checks, drain time.Duration }
+	slowest, slowestOp := time.Duration(0), ""
+	setup := time.Since(m.started)
 	for i := 0; i < steps && !m.t.Failed(); i++ {
+		at := time.Now()
 		op := m.step()
+		d := time.Since(at)
+		took.ops += d
+		if d > slowest {
+			slowest, slowestOp = d, op
+		}
 		m.ops[op]++
 		m.steps++
+		at = time.Now()
 		time.Sleep(time.Duration(150+m.rng.Intn(600)) * time.Millisecond)
+		took.sleeps += time.Since(at)
+		at = time.Now()
 		m.check(fmt.Sprintf("step %d (%s)", i+1, op))
+		took.checks += time.Since(at)
 	}
 	if !m.t.Failed() {
+		at := time.Now()
 		m.drain()
+		took.drain = time.Since(at)
 	}
+	// Where a sequence's time goes, so a slow run says why (make chaos's budget is wall time).
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+	m.t.Logf("model sequence seed %d took %s: setup %s, operations %s (slowest %s %s), sleeps %s, checks %s, drain %s",
+		m.seed, r(time.Since(m.started)), r(setup), r(took.ops), slowestOp, r(slowest), r(took.sleeps), r(took.checks), r(took.drain))
 }
 
 func (m *model) live() []string {
@@ -406,10 +425,14 @@ func (m *model) changeSpec(name string) string {
 	}
 	hosts, _, _ := unstructured.NestedSlice(u.Object, "spec", "templateParameters", "hosts")
 	switch m.rng.Intn(4) {
-	case 0: // template changed; now and then to one whose drafts nobody publishes
+	case 0: // template changed; now and then to one whose drafts nobody publishes, or whose versions
+		// render the same Cluster spec (no apply moves its generation)
 		tmpl := tmplOK
-		if m.rng.Intn(3) == 0 {
+		switch m.rng.Intn(4) {
+		case 0:
 			tmpl = tmplNeverPublished
+		case 1:
+			tmpl = tmplSameCluster
 		}
 		patchPR(m.t, m.srv, name, fmt.Sprintf(`{"spec":{"templateName":%q,"templateVersion":"v%d.0.0"}}`, tmpl, 2+m.rng.Intn(5)))
 		return "spec-template"
@@ -748,10 +771,31 @@ func (m *model) check(where string) {
 				}
 				if !published || !strings.HasPrefix(ref, fmt.Sprint(spec["templateName"])+"/v") {
 					fail("%s is fulfilled on %v, not on a published revision of %v", u.GetName(), ref, spec["templateName"])
+				} else if differs := m.renderedNotCarried(pr, fmt.Sprint(nested(u, "spec", "templateParameters", "clusterName"))); differs != "" {
+					fail("%s is fulfilled on %s, whose Cluster the live one does not carry (%s)", u.GetName(), pr.GetName(), differs)
 				}
 			}
 		}
 	}
+}
+
+// renderedNotCarried reads the published revision's content as the operator does and says which fields
+// of the Cluster it renders the live Cluster lacks ("" when it carries them all).
+func (m *model) renderedNotCarried(pr *unstructured.Unstructured, cluster string) string {
+	prr, err := m.srv.AdminDynamic().Resource(external.PackageRevisionResourcesGVR).Namespace("default").Get(context.Background(), pr.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return "no content: " + err.Error()
+	}
+	resources, _, _ := unstructured.NestedMap(prr.Object, "spec", "resources")
+	rendered := findCluster(resources, cluster, "default")
+	if rendered == nil {
+		return "it renders no Cluster " + cluster
+	}
+	live, err := m.srv.AdminDynamic().Resource(external.ClusterGVR("v1beta2")).Namespace("default").Get(context.Background(), cluster, metav1.GetOptions{})
+	if err != nil {
+		return "no live Cluster: " + err.Error()
+	}
+	return notCarried(rendered, live)
 }
 
 func nested(u *unstructured.Unstructured, path ...string) any {

@@ -18,42 +18,23 @@ import (
 //   - Cluster: its status.observedGeneration (CAPI sets it in both versions) must have reached its
 //     metadata.generation before Available (or phase Provisioned) is believed; rollout.go reads the
 //     rollout conditions.
-//   - Cluster after a template change: a published revision is not yet an applied one. The GitOps sync
-//     (Config Sync polls the repository, 15 s by default) applies it later, and the operator reads the
-//     Cluster from its cache, which may lag the API server further. Until then the Cluster is the old,
-//     settled one: observedGeneration current, Available, no rollout. The evidence that the change was
-//     applied is the API server's own: a spec change bumps metadata.generation (the API server does so for
-//     every change outside metadata and status of a resource with a status subresource, as CAPI's CRDs
-//     are), and CAPI's controllers set status.observedGeneration to the generation they reconciled
-//     (cluster-api v1.14.0, 560d4acf507bc7cac34b2da449fa5cd53eaeb149, api/core/v1beta2/cluster_types.go
-//     ClusterStatus.ObservedGeneration, "the latest generation observed by the controller";
-//     internal/controllers/cluster/cluster_controller.go patches it on every reconcile). So the rewrite
-//     records the Cluster's generation, read live (AnnotationClusterGeneration, in the same write), and
-//     the Cluster counts only once its generation is past it and observed. A template revision that leaves
-//     the Cluster's spec as it was moves nothing: the request then waits, saying for what, and its
-//     CREATION_TIMEOUT fails it naming that wait. A labels-only change (set-labels touches metadata, no
-//     generation) is believed on Porch's publication.
+//   - Cluster after a change: a published revision is not yet an applied one. The GitOps sync (Config
+//     Sync polls the repository, 15 s by default) applies it later, and the operator reads the Cluster
+//     from its cache, which may lag the API server further; until then the Cluster is the old, settled
+//     one. The evidence is the published revision's own content (rendered.go): the Cluster counts once its
+//     spec carries every field the revision's Cluster sets. A change that leaves the Cluster's spec as it
+//     was (a version bump of other objects) is carried at once, and counts on Porch's publication and
+//     CAPI's report; one that changes it waits for the apply, naming the fields that differ. (An earlier
+//     rule recorded the Cluster's metadata.generation at the rewrite and waited for it to move, which a
+//     change that leaves the spec alone never does: such a request failed at CREATION_TIMEOUT. The
+//     annotation it wrote, o2ims.provisioning.oran.org/cluster-generation, is removed at the next rewrite.)
 
 // AnnotationSpecUpdated records on our PackageVariant when the operator last rewrote its spec (RFC 3339,
 // UTC, nanoseconds): porch.go wants a revision published no earlier.
 const AnnotationSpecUpdated = "o2ims.provisioning.oran.org/spec-updated"
 
-// AnnotationClusterGeneration records on our PackageVariant the Cluster's metadata.generation when the
-// operator rewrote the template (0: no Cluster then); the Cluster counts for the change past it.
-const AnnotationClusterGeneration = "o2ims.provisioning.oran.org/cluster-generation"
-
-// clusterApplied tells whether the Cluster carries a spec applied after the last template change recorded
-// on pv: always, when none was recorded. before is the recorded generation.
-func clusterApplied(pv, cl *unstructured.Unstructured) (applied bool, before int64) {
-	if pv == nil {
-		return true, 0
-	}
-	before, err := strconv.ParseInt(pv.GetAnnotations()[AnnotationClusterGeneration], 10, 64)
-	if err != nil {
-		return true, 0
-	}
-	return cl.GetGeneration() > before, before
-}
+// annotationClusterGeneration was written by the rule rendered.go replaced; a rewrite removes it.
+const annotationClusterGeneration = "o2ims.provisioning.oran.org/cluster-generation"
 
 // renderingReady reads Porch's Ready condition, found by type (the Python operator took conditions[-1], so
 // the same conditions in another order decided differently). When it is not ready, wait is the request's

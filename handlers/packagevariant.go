@@ -173,10 +173,7 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 		return pv, nil
 	}
 	pv = pv.DeepCopy()
-	ann, err := h.rewriteAnnotations(ctx, c, pv, want, req)
-	if err != nil {
-		return nil, h.retryOrFail(c, err)
-	}
+	ann := rewriteAnnotations(c, pv)
 	pv.Object["spec"] = want
 	pv.SetAnnotations(ann)
 	updated, err := h.kube.Update(ctx, external.PackageVariantGVR, pv)
@@ -203,44 +200,31 @@ func (h *Handlers) updatePackageVariant(ctx context.Context, c *framework.Cause,
 	return updated, nil
 }
 
-// rewriteAnnotations are the PackageVariant's annotations with the rewrite recorded: its time
-// (AnnotationSpecUpdated) and, when the template changes, the Cluster's generation read live now
-// (AnnotationClusterGeneration): the Cluster counts for the change only once an apply has moved it past
-// that (observed.go). A labels-only change keeps the generation an earlier template change recorded.
-func (h *Handlers) rewriteAnnotations(ctx context.Context, c *framework.Cause, pv *unstructured.Unstructured, want map[string]any, req Request) (map[string]string, error) {
+// rewriteAnnotations are the PackageVariant's annotations with the rewrite's time recorded
+// (AnnotationSpecUpdated): porch.go then wants a revision published no earlier.
+func rewriteAnnotations(c *framework.Cause, pv *unstructured.Unstructured) map[string]string {
 	ann := pv.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
 	ann[AnnotationSpecUpdated] = c.Now.UTC().Format(time.RFC3339Nano)
-	have, _ := pv.Object["spec"].(map[string]any)
-	if have == nil || !reflect.DeepEqual(have["upstream"], want["upstream"]) {
-		var gen int64
-		cl, err := h.kube.Get(ctx, c, h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
-		switch {
-		case err == nil:
-			gen = cl.GetGeneration()
-		case !framework.IsClass(err, framework.ClassNotFound):
-			return nil, err
-		}
-		ann[AnnotationClusterGeneration] = strconv.FormatInt(gen, 10)
-	}
-	return ann, nil
+	delete(ann, annotationClusterGeneration)
+	return ann
 }
 
 // retryOrFail turns a classified failure of a PackageVariant call into the request's status: a retryable
 // one keeps it progressing with a message that says so (not "failed" next to "progressing"), a
 // non-retryable one fails it.
-func (h *Handlers) retryOrFail(c *framework.Cause, err error) error {
+func (r *reporter) retryOrFail(c *framework.Cause, err error) error {
 	ae, ok := framework.AsAPIError(err)
 	if !ok {
 		return err // not an API failure: a bug; the framework retries with backoff
 	}
 	if ae.Retryable {
-		h.setStatus(c, msgRenderingRetrying.with(ae.Error()))
-		return &framework.TemporaryError{Message: ae.Error(), Delay: h.cfg.Requeue}
+		r.setStatus(c, msgRenderingRetrying.with(ae.Error()))
+		return &framework.TemporaryError{Message: ae.Error(), Delay: r.requeue}
 	}
-	return h.fail(c, msgRenderingFailed.with(ae.Error()))
+	return r.fail(c, msgRenderingFailed.with(ae.Error()))
 }
 
 // condition finds a status condition by type.

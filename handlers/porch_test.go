@@ -9,11 +9,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
 
@@ -103,8 +105,9 @@ func TestAPublishedChangeIsFulfilledAfterTheRollout(t *testing.T) {
 // The race itself, made certain: Porch publishes the change and the GitOps sync applies it syncDelay later
 // (Config Sync's poll; a cache lagging the API server is the same state, shorter). Meanwhile the Cluster
 // is the old, settled one — observedGeneration current, Available, not rolling out — and it must not be
-// taken for the end of the change's rollout: the request says it waits for the apply, naming the
-// generation it must pass, and is fulfilled only after CAPI rolled the applied spec out.
+// taken for the end of the change's rollout: the request says it waits for the apply, naming the field the
+// published revision's Cluster sets and the live one lacks, and is fulfilled only after CAPI rolled the
+// applied spec out.
 func TestAPublicationNotYetAppliedIsNotFulfilled(t *testing.T) {
 	t.Parallel()
 	srv := kubeapi.Shared(t)
@@ -117,7 +120,7 @@ func TestAPublicationNotYetAppliedIsNotFulfilled(t *testing.T) {
 
 	patchPR(t, srv, "slowsync-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
 	st := c.trail.await(t, "slowsync-1", msgClusterNotApplied, 20*time.Second)
-	assert.Equal(t, msgClusterNotApplied.with(fmt.Sprint(before.GetGeneration())).text, st.Message)
+	assert.Equal(t, msgClusterNotApplied.with("spec.clusterNetwork.serviceDomain").text, st.Message)
 	_, published := publishedTarget(t, srv, "slowsync-1")
 	assert.True(t, published, "waiting for the apply before Porch published the change")
 	done := waitState(t, srv, "slowsync-1", v1alpha1.StateFulfilled, 30*time.Second)
@@ -126,6 +129,81 @@ func TestAPublicationNotYetAppliedIsNotFulfilled(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, after.GetGeneration(), before.GetGeneration(), "fulfilled on a Cluster the change was never applied to")
 	assertFulfilledOnTheRollout(t, srv, "slowsync-1", "edge-slowsync-1", tmplSlowSync, done)
+}
+
+// The false failure the generation rule made: a version bump that changes only the package's other
+// objects leaves the Cluster's spec as it was, so no apply moves its generation. The published revision's
+// content shows the Cluster it renders is the live one's: the request is fulfilled on that publication
+// (before its CREATION_TIMEOUT, which used to fail it), with the Cluster's generation unchanged.
+func TestAChangeThatLeavesTheClusterSpecIsFulfilledOnItsPublication(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "samecluster", func(c *Config) { c.CreationTimeout = 6 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("samecluster-1", "samecluster", tmplSameCluster, map[string]any{"clusterName": "edge-samecluster-1"}))
+	waitState(t, srv, "samecluster-1", v1alpha1.StateFulfilled, 30*time.Second)
+	gvr := external.ClusterGVR("v1beta2")
+	before, err := srv.AdminDynamic().Resource(gvr).Namespace("default").Get(context.Background(), "edge-samecluster-1", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	patchPR(t, srv, "samecluster-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	c.trail.await(t, "samecluster-1", msgRedriven, 20*time.Second)
+	done := waitState(t, srv, "samecluster-1", v1alpha1.StateFulfilled, 30*time.Second)
+	pr, ok := publishedTarget(t, srv, "samecluster-1")
+	require.True(t, ok, "fulfilled without a published revision")
+	assert.NotEqual(t, "mgmt.edge-samecluster-1.packagevariant-1", pr.GetName(), "fulfilled on the revision before the change")
+	at, err := time.Parse(time.RFC3339, v1alpha1.StatusOf(done).UpdateTime)
+	require.NoError(t, err)
+	pubAt, _, _ := unstructured.NestedString(pr.Object, "status", "publishTimestamp")
+	pub, err := time.Parse(time.RFC3339, pubAt)
+	require.NoError(t, err)
+	assert.False(t, at.Before(pub), "fulfilled at %s, before the change was published at %s", at, pub)
+	after, err := srv.AdminDynamic().Resource(gvr).Namespace("default").Get(context.Background(), "edge-samecluster-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before.GetGeneration(), after.GetGeneration(), "the change moved the Cluster's generation: this test no longer shows a change that leaves its spec alone")
+	c.trail.never(t, "samecluster-1", msgClusterNotApplied, "after the change")
+
+	// The shipped Role is enough to read what this took: the revision and its content (get only).
+	h := shippedRoleHandlers(t, srv, "porch-read")
+	cause := &framework.Cause{Object: done, Logger: zaptest.NewLogger(t)}
+	rev, _, err := h.porch.readRevision(context.Background(), cause, "default", pr.GetName())
+	require.NoError(t, err)
+	require.NotNil(t, rev)
+	cl, wait, err := h.porch.renderedCluster(context.Background(), cause, "default", pr.GetName(), "edge-samecluster-1")
+	require.NoError(t, err, "the shipped Role cannot read the published revision's content")
+	require.NotNil(t, cl, wait.text)
+	assert.Empty(t, notCarried(cl, after))
+}
+
+// A change whose published revision renders no Cluster of the request's name has nothing to be applied
+// to: the request waits, naming the revision, and its budget fails it saying so. (Created on a template
+// whose packages render no Cluster, then moved to its next version: Porch's upgrade compares revision
+// numbers only, so a move to another template's first version would make no draft at all.)
+func TestAPublishedRevisionWithoutTheClusterWaitsAndSaysSo(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	c := startChain(t, srv, "nocluster", func(c *Config) { c.CreationTimeout = 8 * time.Second; c.Requeue = 300 * time.Millisecond }, nil)
+	createPR(t, srv, provisioningRequest("nocluster-1", "nocluster", tmplNoCluster, map[string]any{"clusterName": "edge-nocluster-1"}))
+	c.trail.await(t, "nocluster-1", msgClusterAbsent, 20*time.Second)
+
+	patchPR(t, srv, "nocluster-1", `{"spec":{"templateVersion":"v2.0.0"}}`)
+	st := c.trail.await(t, "nocluster-1", msgRenderingNoCluster, 20*time.Second)
+	assert.Equal(t, msgRenderingNoCluster.with("mgmt.edge-nocluster-1.packagevariant-2", "edge-nocluster-1").text, st.Message)
+	u := waitState(t, srv, "nocluster-1", v1alpha1.StateFailed, 30*time.Second)
+	assert.Contains(t, v1alpha1.StatusOf(u).Message, "renders no Cluster edge-nocluster-1")
+	assert.Equal(t, 0, c.trail.count("nocluster-1", msgFulfilled), "fulfilled without a Cluster")
+}
+
+// count is how often the request's trail holds entry m.
+func (tr *statusTrail) count(name string, m *message) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	for _, st := range tr.seen[name] {
+		if classify(st.State, st.Message) == m {
+			n++
+		}
+	}
+	return n
 }
 
 // assertFulfilledOnTheRollout: the published revision is of the new template version, and the request was

@@ -57,11 +57,11 @@ func (h *Handlers) provision(ctx context.Context, c *framework.Cause, specChange
 	if done {
 		return err
 	}
-	pv, done, err := h.provisionRendering(ctx, c, req)
+	rendered, done, err := h.provisionRendering(ctx, c, req)
 	if done {
 		return err
 	}
-	return h.provisionCluster(c, req, hostIDs, pv)
+	return h.provisionCluster(ctx, c, req, hostIDs, rendered)
 }
 
 // redrive starts a finished request (fulfilled or failed) again after its spec changed.
@@ -112,29 +112,30 @@ func (h *Handlers) provisionHosts(ctx context.Context, c *framework.Cause, req R
 }
 
 // provisionRendering is the PackageVariant step: ours, with the current spec, and Porch done rendering
-// it; pv is returned for the Cluster step. done: the pass ends here, with err.
-func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, req Request) (pv *unstructured.Unstructured, done bool, err error) {
-	pv, err = h.ensurePackageVariant(ctx, c, req)
+// it; after a change, rendered is the Cluster the published revision renders (nil otherwise), for the
+// Cluster step. done: the pass ends here, with err.
+func (h *Handlers) provisionRendering(ctx context.Context, c *framework.Cause, req Request) (rendered *unstructured.Unstructured, done bool, err error) {
+	pv, err := h.ensurePackageVariant(ctx, c, req)
 	if pv == nil {
 		return nil, true, err
 	}
 	if ready, msg := renderingReady(pv); !ready {
 		return nil, true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
-	published, msg, err := h.porchPublished(ctx, c, pv, req)
+	published, rendered, msg, err := h.porch.published(ctx, c, pv, req)
 	if err != nil {
 		return nil, true, h.retryOrFail(c, err)
 	}
 	if !published {
 		return nil, true, h.waitWithinBudget(c, "rendering", msg, "")
 	}
-	return pv, false, nil
+	return rendered, false, nil
 }
 
 // provisionCluster is the last step: the CAPI Cluster provisioned fulfills the request (with the hosts'
-// ids), failed fails it; anything else is waited for. A Cluster the last template change has not been
-// applied to yet (observed.go clusterApplied) is waited for whatever it reports.
-func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []string, pv *unstructured.Unstructured) error {
+// ids), failed fails it; anything else is waited for. After a change, a Cluster that does not carry the
+// spec the published revision renders (rendered.go) is waited for whatever it reports.
+func (h *Handlers) provisionCluster(ctx context.Context, c *framework.Cause, req Request, hostIDs []string, rendered *unstructured.Unstructured) error {
 	cl, found, err := c.Cache.Get(h.clusterGVR, h.cfg.ClusterNamespace, req.ClusterName)
 	if err != nil {
 		return err
@@ -143,8 +144,18 @@ func (h *Handlers) provisionCluster(c *framework.Cause, req Request, hostIDs []s
 		return h.waitWithinBudget(c, "cluster", msgClusterAbsent.with(), "")
 	}
 	v := viewCluster(cl, h.clusterVersion)
-	if applied, before := clusterApplied(pv, cl); !applied {
-		return h.waitWithinBudget(c, "cluster", msgClusterNotApplied.with(strconv.FormatInt(before, 10)), "")
+	if rendered != nil {
+		differs, behind, err := h.porch.clusterCarries(ctx, c, rendered, cl)
+		switch {
+		case framework.IsClass(err, framework.ClassNotFound):
+			return h.waitWithinBudget(c, "cluster", msgClusterAbsent.with(), "")
+		case err != nil:
+			return h.retryOrFail(c, err)
+		case differs != "":
+			return h.waitWithinBudget(c, "cluster", msgClusterNotApplied.with(differs), "")
+		case behind > 0:
+			return h.waitWithinBudget(c, "cluster", msgClusterNotObserved.with(v.phase, strconv.FormatInt(behind, 10)), "")
+		}
 	}
 	if current, generation := clusterCurrent(cl); !current && !v.failed {
 		return h.waitWithinBudget(c, "cluster", msgClusterNotObserved.with(v.phase, strconv.FormatInt(generation, 10)), "")

@@ -10,6 +10,14 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
 
+// reporter writes what a pass found into the request's status (here) and keeps its CREATION_TIMEOUT
+// budget (budget.go); Handlers embeds it, so every step reports the same way.
+type reporter struct {
+	creationTimeout, requeue time.Duration
+	metrics                  *Metrics
+	hosts                    Hosts // told when a request fails: it waits for no host any more (nil: none)
+}
+
 // maxMessage bounds provisioningMessage: an API error can be long, and the message is read by people.
 const maxMessage = 1024
 
@@ -24,7 +32,7 @@ func truncateMessage(message string) string {
 // setStatus records an entry of the message table (messages.go): its state and its message with the
 // parts filled in. provisioningUpdateTime (UTC RFC 3339) moves only when one of them changes, so a pass
 // that observes nothing new writes nothing; every state change posts an Event.
-func (h *Handlers) setStatus(c *framework.Cause, s said) {
+func (r *reporter) setStatus(c *framework.Cause, s said) {
 	// An error quoted into a message never carries an internal address (issue 34).
 	state, message := s.m.state, truncateMessage(netcause.Redact(s.text))
 	cur := v1alpha1.StatusOf(c.Object)
@@ -36,7 +44,7 @@ func (h *Handlers) setStatus(c *framework.Cause, s said) {
 	if cur.State == state {
 		return
 	}
-	h.metrics.transition(cur.State, state)
+	r.metrics.transition(cur.State, state)
 	switch state {
 	case v1alpha1.StateFailed:
 		c.Event(corev1.EventTypeWarning, EventFailed, message)
@@ -51,23 +59,23 @@ func (h *Handlers) setStatus(c *framework.Cause, s said) {
 
 // fail records the failure first and returns the permanent error that ends the handler: status is written
 // before the handler stops (a kopf failure is recorded only in an annotation nobody reads).
-func (h *Handlers) fail(c *framework.Cause, s said) error {
-	h.setStatus(c, s)
-	if h.hosts != nil {
-		h.hosts.Forget(string(c.Object.GetUID())) // a failed request waits for no host
+func (r *reporter) fail(c *framework.Cause, s said) error {
+	r.setStatus(c, s)
+	if r.hosts != nil {
+		r.hosts.Forget(string(c.Object.GetUID())) // a failed request waits for no host
 	}
 	return &framework.PermanentError{Message: s.text}
 }
 
 // wait records progress and asks for another pass after the safety-net interval; related watches wake the
 // request sooner when the awaited object changes.
-func (h *Handlers) wait(c *framework.Cause, s said) error {
-	return h.waitFor(c, s, h.cfg.Requeue)
+func (r *reporter) wait(c *framework.Cause, s said) error {
+	return r.waitFor(c, s, r.requeue)
 }
 
 // waitFor keeps the request progressing with s and looks again after recheck.
-func (h *Handlers) waitFor(c *framework.Cause, s said, recheck time.Duration) error {
-	h.setStatus(c, s)
+func (r *reporter) waitFor(c *framework.Cause, s said, recheck time.Duration) error {
+	r.setStatus(c, s)
 	return framework.Temporary(recheck, "%s", s.text)
 }
 

@@ -382,33 +382,41 @@ func TestDeletingAFulfilledPythonRequestRemovesThePythonImagesPackageVariant(t *
 	assert.False(t, left, "the Python image's package variant outlived its request")
 }
 
-// Adopting needs no more than the shipped role grants on PackageVariants (get, update): run as a service
-// account bound to manifests/base/rbac/chain.yaml's rules only.
-func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
-	t.Parallel()
-	srv := kubeapi.Shared(t)
+// shippedRoleHandlers are Handlers whose client runs as service account sa (in namespace sa), bound in
+// "default" to manifests/base/rbac/chain.yaml's Role rules only.
+func shippedRoleHandlers(t *testing.T, srv *kubeapi.Server, sa string) *Handlers {
+	t.Helper()
 	ctx := context.Background()
 	raw, err := os.ReadFile("../manifests/base/rbac/chain.yaml")
 	require.NoError(t, err)
 	var role rbacv1.Role
 	require.NoError(t, yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---")[0]), &role))
 	require.Equal(t, "Role", role.Kind)
-	role.ObjectMeta = metav1.ObjectMeta{Name: "adopt-check-chain", Namespace: "default"}
+	role.ObjectMeta = metav1.ObjectMeta{Name: sa + "-chain", Namespace: "default"}
 	_, err = srv.AdminClientset().RbacV1().Roles("default").Create(ctx, &role, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = srv.AdminClientset().RbacV1().RoleBindings("default").Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "adopt-check-chain", Namespace: "default"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "adopt-check-chain"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "adopt-check", Namespace: "adopt-check"}},
+		ObjectMeta: metav1.ObjectMeta{Name: sa + "-chain", Namespace: "default"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa + "-chain"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: sa}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	token, err := srv.ServiceAccountToken(ctx, "adopt-check", "adopt-check", "")
+	token, err := srv.ServiceAccountToken(ctx, sa, sa, "")
 	require.NoError(t, err)
 	clients, err := framework.NewClients(srv.ConfigForToken(token), framework.DefaultClientOptions())
 	require.NoError(t, err)
 	cfg, err := ConfigFromEnv(func(string) string { return "" })
 	require.NoError(t, err)
-	h := New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
+	return New(cfg, "v1beta2", clients, nil, prometheus.NewRegistry())
+}
+
+// Adopting needs no more than the shipped role grants on PackageVariants (get, update): run as a service
+// account bound to manifests/base/rbac/chain.yaml's rules only.
+func TestAdoptionNeedsNoMoreThanTheShippedRole(t *testing.T) {
+	t.Parallel()
+	srv := kubeapi.Shared(t)
+	ctx := context.Background()
+	h := shippedRoleHandlers(t, srv, "adopt-check")
 
 	live := pythonObjects(t, srv, pythonimage.NoLabels, pythonimage.As{Name: "adopt-rbac", Label: "adopt-rbac"})
 	pr, pv := live.Request, live.PackageVariant

@@ -13,10 +13,13 @@ const (
 	// CRD (api/porch/v1alpha1/types.go of nephio-project/porch).
 	PorchAPIGroup       = "porch.kpt.dev"
 	PackageRevisionKind = "PackageRevision"
-	ClusterGroup        = "cluster.x-k8s.io"
-	ClusterKind         = "Cluster"
-	Metal3Group         = "metal3.io"
-	BareMetalHostKind   = "BareMetalHost"
+	// PackageRevisionResourcesKind is a PackageRevision's content, served by porch-server under the same
+	// name: spec.resources maps each file of the package to its text (api/porch/v1alpha1/types.go).
+	PackageRevisionResourcesKind = "PackageRevisionResources"
+	ClusterGroup                 = "cluster.x-k8s.io"
+	ClusterKind                  = "Cluster"
+	Metal3Group                  = "metal3.io"
+	BareMetalHostKind            = "BareMetalHost"
 	// CAPM3's Metal3Machine: a BareMetalHost's spec.consumerRef names one when a CAPI Machine consumes the
 	// host; the Machine is its owner (cluster-api-provider-metal3 v1.13.2, baremetal/metal3machine_manager.go
 	// setHostConsumerRef; controllers/metal3machine_controller.go, util.GetOwnerMachine).
@@ -31,6 +34,8 @@ var (
 	// PackageRevisionGVR is read only: the downstream revision our PackageVariant names, and the upstream
 	// one it is cloned from.
 	PackageRevisionGVR = schema.GroupVersionResource{Group: PorchAPIGroup, Version: "v1alpha1", Resource: "packagerevisions"}
+	// PackageRevisionResourcesGVR is read only: the content of the revision Porch published for a change.
+	PackageRevisionResourcesGVR = schema.GroupVersionResource{Group: PorchAPIGroup, Version: "v1alpha1", Resource: "packagerevisionresources"}
 )
 
 // Metal3MachineGVR is CAPM3's Metal3Machine at a version (the one a consumerRef names; v1beta1 and v1beta2

@@ -30,7 +30,9 @@ const (
 	HardwareDataCRD        = "metal3.io_hardwaredata.yaml"
 	// PackageRevisionCRD stands in for Porch's aggregated API (derived from its Go types; SOURCES.md).
 	PackageRevisionCRD = "porch.kpt.dev_packagerevisions.yaml"
-	Metal3MachineCRD   = "infrastructure.cluster.x-k8s.io_metal3machines.yaml"
+	// PackageRevisionResourcesCRD stands in for the same API's revision content (SOURCES.md §5a).
+	PackageRevisionResourcesCRD = "porch.kpt.dev_packagerevisionresources.yaml"
+	Metal3MachineCRD            = "infrastructure.cluster.x-k8s.io_metal3machines.yaml"
 )
 
 // ReferenceDir holds the upstream documents the tests and the local run read, inside the checkout.
@@ -63,7 +65,7 @@ func DefaultCRDs() ([]string, error) {
 		return nil, err
 	}
 	paths := []string{own}
-	for _, n := range []string{PackageVariantCRD, PackageRevisionCRD, ClusterCRD, BareMetalHostCRD, HardwareDataCRD} {
+	for _, n := range []string{PackageVariantCRD, PackageRevisionCRD, PackageRevisionResourcesCRD, ClusterCRD, BareMetalHostCRD, HardwareDataCRD} {
 		p, err := ReferenceCRD(n)
 		if err != nil {
 			return nil, err

@@ -56,12 +56,18 @@ func (c *capi) rollingOut(cl *unstructured.Unstructured) (bool, time.Duration) {
 	return d > 0, d
 }
 
-// ensureCluster creates the Cluster the rendered package would apply (a GitOps sync, here immediate).
-func (w *World) ensureCluster(ctx context.Context, name, template, revision string) error {
+// ensureCluster creates the Cluster the rendered package would apply (a GitOps sync), with the spec it
+// renders (none without PackageRevisions) plus the controlPlaneEndpoint CAPI fills in from the
+// infrastructure cluster: the live spec carries more than the package sets, as a real one does.
+func (w *World) ensureCluster(ctx context.Context, name, template, revision string, rendered map[string]any) error {
 	gvr := external.ClusterGVR(w.opts.ClusterVersion)
+	spec := map[string]any{}
+	for k, v := range rendered {
+		spec[k] = v
+	}
+	spec["controlPlaneEndpoint"] = map[string]any{"host": "10.10.0.1", "port": int64(6443)}
 	cl := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": gvr.GroupVersion().String(), "kind": external.ClusterKind,
-		"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.10.0.1", "port": int64(6443)}},
+		"apiVersion": gvr.GroupVersion().String(), "kind": external.ClusterKind, "spec": spec,
 	}}
 	cl.SetName(name)
 	cl.SetNamespace(w.opts.ClusterNamespace)

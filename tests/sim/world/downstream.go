@@ -61,7 +61,9 @@ func (p *porch) ensureDownstream(ctx context.Context, pv *unstructured.Unstructu
 			ann := t.GetAnnotations()
 			ann[annotationPipeline] = pipeline
 			t.SetAnnotations(ann)
-			targets[i], err = revs.update(ctx, t)
+			if targets[i], err = revs.update(ctx, t); err == nil {
+				err = revs.writeResources(ctx, targets[i], pv)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -159,12 +161,18 @@ func (p *porch) approveAndSync(ctx context.Context, pv *unstructured.Unstructure
 		}
 	}
 	dir, _, _ := unstructured.NestedString(latest.Object, "status", "upstreamLock", "git", "directory")
-	return again, p.w.sync(ctx, down["package"], dir, latest.GetName())
+	return again, p.w.sync(ctx, pv.GetNamespace(), down["package"], dir, latest.GetName())
 }
 
-// sync applies a published revision: the Cluster created, or its revision annotation moved.
-func (w *World) sync(ctx context.Context, cluster, template, revision string) error {
-	if err := w.ensureCluster(ctx, cluster, template, revision); err != nil {
+// sync applies a published revision: the Cluster its content renders (resources.go) created, or its spec
+// and revision annotation moved. A revision that leaves the Cluster's spec as it was moves no generation,
+// as with a real apply; CAPI still rolls the revision out (its other objects changed).
+func (w *World) sync(ctx context.Context, ns, cluster, template, revision string) error {
+	rendered, err := w.renderedClusterSpec(ctx, ns, revision)
+	if err != nil {
+		return err
+	}
+	if err := w.ensureCluster(ctx, cluster, template, revision, rendered); err != nil {
 		return err
 	}
 	gvr := external.ClusterGVR(w.opts.ClusterVersion)
@@ -175,12 +183,11 @@ func (w *World) sync(ctx context.Context, cluster, template, revision string) er
 	if cl.GetAnnotations()[AnnotationRevision] == revision {
 		return nil
 	}
-	// The applied package changes the Cluster's spec (here a field the simulated CAPI ignores), so its
-	// generation moves and CAPI's observedGeneration lags until it has looked, as with a real apply.
-	body, _ := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{AnnotationRevision: revision, AnnotationTemplate: template}},
-		"spec":     map[string]any{"clusterNetwork": map[string]any{"serviceDomain": revision + ".local"}},
-	})
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationRevision: revision, AnnotationTemplate: template}}}
+	if rendered != nil {
+		patch["spec"] = rendered
+	}
+	body, _ := json.Marshal(patch)
 	_, err = w.opts.Dynamic.Resource(gvr).Namespace(w.opts.ClusterNamespace).Patch(ctx, cluster, types.MergePatchType, body, metav1.PatchOptions{})
 	return ignoreNotFound(err)
 }

@@ -2,6 +2,7 @@ package world
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 )
@@ -29,8 +31,9 @@ import (
 //     controllers/pkg/reconcilers/approval/reconciler.go: policy "initial" publishes a Draft (via Proposed)
 //     only when its PackageVariant is Ready and no Published revision of the package exists.
 //
-// Simplifications, said where they matter: the package content is the PackageVariant's pipeline, kept on
-// the revision under annotationPipeline (Porch keeps it in the Kptfile of PackageRevisionResources); the
+// Simplifications, said where they matter: the package content is served as PackageRevisionResources
+// (resources.go), and the PackageVariant's pipeline is also kept on the revision under annotationPipeline
+// (Porch keeps it only in the Kptfile), so a change of it is found without parsing; the
 // revisions of a PackageVariant that is gone count as gone (Porch proposes their deletion and an
 // administrator approves it); lifecycle changes are written on the object (porch-server's approval
 // subresource cannot exist on a CRD).
@@ -218,7 +221,11 @@ func (r *revisions) draft(ctx context.Context, pv *unstructured.Unstructured, lo
 	s["lifecycle"] = lifecycleDraft
 	s["tasks"] = []any{map[string]any{"type": task}}
 	pr.Object["status"] = map[string]any{"upstreamLock": lock}
-	return r.create(ctx, pr)
+	out, err := r.create(ctx, pr)
+	if err != nil {
+		return nil, err
+	}
+	return out, r.writeResources(ctx, out, pv)
 }
 
 // lockOf is a clone's upstream lock (GetLock of the upstream): its package directory and published tag.
@@ -260,7 +267,14 @@ func (r *revisions) publish(ctx context.Context, pr *unstructured.Unstructured, 
 	}
 	st["publishedBy"], st["publishTimestamp"] = by, now()
 	pr.Object["status"] = st
-	return r.update(ctx, pr)
+	out, err := r.update(ctx, pr)
+	if err != nil || !r.w.resourcesServed {
+		return out, err
+	}
+	// Its content is the draft's, now under the revision's number (GetResources: Key().Revision).
+	body, _ := json.Marshal(map[string]any{"spec": map[string]any{"revision": n + 1}})
+	_, err = r.w.opts.Dynamic.Resource(external.PackageRevisionResourcesGVR).Namespace(r.ns).Patch(ctx, pr.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
+	return out, ignoreNotFound(err)
 }
 
 // publishedExists is the initial policy's test: a Published revision of the package (of a live

@@ -78,7 +78,7 @@ func (p *porch) reconcile(ctx context.Context, pv *unstructured.Unstructured, fi
 		if ready["status"] != "True" || o.NoCluster[template] || downstream == "" {
 			return again, nil
 		}
-		return again, p.w.ensureCluster(ctx, downstream, template, "")
+		return again, p.w.ensureCluster(ctx, downstream, template, "", nil)
 	}
 	if ready["status"] == "True" {
 		if err := setTargets(ctx, dyn, pv, targets); err != nil {

@@ -76,6 +76,9 @@ type Options struct {
 	// SyncDelay maps a template to how long after a revision's publication the GitOps sync applies it
 	// (Config Sync polls its repository, every 15 s by default; else at once): published, not yet applied.
 	SyncDelay map[string]time.Duration
+	// SameClusterSpec lists templates whose versions all render the same Cluster spec: a version bump
+	// changes only the package's other objects (resources.go).
+	SameClusterSpec map[string]bool
 	// BadCredentialsUser: a BMC Secret with this username makes Metal3 report a registration error.
 	BadCredentialsUser string
 	// RegistrationRetry is BMO's backoff after a first failed registration (its 1–2 minutes, scaled): the
@@ -88,6 +91,8 @@ type World struct {
 	opts Options
 	// revisionsServed: PackageRevisions can be listed; else Porch creates the Cluster on Ready, as before.
 	revisionsServed bool
+	// resourcesServed: PackageRevisionResources can be written (resources.go); else revisions have no content.
+	resourcesServed bool
 	catalogMu       sync.Mutex // the catalog's revision numbers (packagerevision.go)
 	log             *zap.Logger
 	cancel          context.CancelFunc
@@ -139,6 +144,7 @@ func Start(ctx context.Context, opts Options) (*World, error) {
 	}
 	w := &World{opts: opts, log: opts.Logger, cancel: cancel}
 	w.revisionsServed = served(ctx, opts.Dynamic, external.PackageRevisionGVR)
+	w.resourcesServed = served(ctx, opts.Dynamic, external.PackageRevisionResourcesGVR)
 	porch := &porch{w: w}
 	capi := &capi{w: w, gvr: external.ClusterGVR(opts.ClusterVersion)}
 	metal3 := &metal3{w: w}
