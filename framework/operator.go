@@ -12,7 +12,8 @@
 // pass (pass.go), its outcomes (outcome.go) and patches (patch.go); kopf progress and diff-base
 // (progress.go, diffbase.go, on package kopf); finalizers (finalizer.go); events (events.go); health,
 // readiness and metrics (health.go, readiness.go, metrics.go: a degraded part is a line in /readyz, never
-// a 503); runnables (runnable.go), the phases of Run (run.go) and leader election (election.go).
+// a 503); runnables (runnable.go), the phases of Run (run.go) and leader election (election.go) with its
+// fence (fence.go; writefence.go at the clients' transport).
 //
 // Run goes startup (the health listener, the startup activities, the runnables of every replica) → sync
 // (every cache synced: ready) → work (the election; once leading, the workers and the leader's runnables)
@@ -209,6 +210,9 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 				zap.Duration("renewDeadline", opts.RenewDeadline), zap.Duration("leaseDuration", opts.LeaseDuration))
 			o.deposed(errors.New("leader election lost: the lease was not renewed within the renew deadline"))
 		})
+	}
+	if clients != nil && clients.fence != nil {
+		clients.fence.set(o.transportMayWrite) // writefence.go
 	}
 	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
 	if opts.Liveness != "" {
