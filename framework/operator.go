@@ -330,16 +330,6 @@ func (o *Operator) sweepRefusals(ctx context.Context) {
 	}
 }
 
-func (o *Operator) runCleanup(ctx context.Context) {
-	for _, a := range o.cleanup {
-		if err := a.fn(ctx); err != nil {
-			o.log.Error("cleanup activity failed", zap.String("activity", a.id), zap.Error(err))
-			continue
-		}
-		o.log.Info("activity succeeded", zap.String("activity", a.id))
-	}
-}
-
 func (o *Operator) buildControllers() error {
 	for _, w := range o.watches {
 		if w.usesFinalizer() && w.finalizer == "" {
