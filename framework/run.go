@@ -133,9 +133,9 @@ func (s *session) syncCaches() (done bool, err error) {
 	if err := o.buildControllers(); err != nil {
 		return true, err
 	}
-	o.startInformers(informerCtx)
-	go o.sweepRefusals(s.run)
-	if !o.waitForSync(s.run) {
+	o.informers.start(informerCtx)
+	go o.informers.sweepRefusals(s.run)
+	if !o.informers.waitForSync(s.run) {
 		if f := o.failure(); f != nil {
 			o.log.Error("stopping on a failure before the caches synced", zap.Error(f))
 			return true, f
