@@ -341,7 +341,7 @@ func (st *Step) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) 
 	case st.ownedByRequest(bmh.GetAnnotations(), uid):
 		if bmh.GetDeletionTimestamp() == nil {
 			if cons := consumerOf(bmh); cons.inUse {
-				return removal{detail: st.inUseDetail(ctx, c, id, cons), inUse: true}, nil // never deleted in use (consumer.go)
+				return removal{detail: st.consumers.inUseDetail(ctx, c, id, cons), inUse: true}, nil // never deleted in use (consumer.go)
 			}
 			// Exactly the version read: a host a machine took since (CAPM3 sets consumerRef) is refused.
 			err := st.api.DeleteVersion(ctx, gvr, ns, bmh.GetName(), bmh.GetUID(), bmh.GetResourceVersion())

@@ -80,6 +80,8 @@ type Step struct {
 	gauges gauges
 	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
 	guard  faultGuard // BMC-fault quarantines within the burst window (this process's, and NetBox's)
+	// consumers tell which hosts a machine consumes (consumer.go).
+	consumers consumers
 }
 
 // New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
@@ -90,6 +92,7 @@ func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, c
 		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind,
 			external.Metal3MachineGVR("").GroupResource(): external.Metal3MachineKind}),
 	}
+	st.consumers = consumers{namespace: cfg.Metal3Namespace, api: st.api}
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
 		st.alloc.AliveWith(st.requestAlive)
@@ -204,7 +207,7 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 
 	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion; of a role's
 	// hosts, those no machine consumes before those in use.
-	st.preferUnconsumed(c, slots)
+	st.consumers.preferUnconsumed(c, slots)
 	releasing, err := st.releaseSlots(ctx, c, slots, func(s Slot) bool { return s.Surplus })
 	if err != nil {
 		return Ensured{}, err
