@@ -76,10 +76,10 @@ type Step struct {
 	nb     *netbox.Client
 	core   kubernetes.Interface // Secrets: live, never cached
 	api    kube.Client          // BareMetalHosts
-	cache  *framework.Cache     // the requests, for the gauges
-	gauges gauges
-	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
-	guard  faultGuard // BMC-fault quarantines within the burst window (this process's, and NetBox's)
+	cache  *framework.Cache     // the requests
+	gauges *gauges              // counted at scrape time (gauges.go)
+	alloc  *Allocator           // nil without a pool: hosts are found by listing NetBox
+	guard  faultGuard           // BMC-fault quarantines within the burst window (this process's, and NetBox's)
 	// consumers tell which hosts a machine consumes (consumer.go).
 	consumers consumers
 	metal3    metal3 // our Metal3 objects of a host (metal3.go)
@@ -89,7 +89,7 @@ type Step struct {
 // listing NetBox) and the operator's clients and cache, and registers its gauges on reg (when not nil).
 func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
 	st := &Step{
-		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
+		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(cache),
 		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind,
 			external.Metal3MachineGVR("").GroupResource(): external.Metal3MachineKind}),
 	}
@@ -101,7 +101,7 @@ func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, c
 		st.guard.pool = pool
 	}
 	if reg != nil {
-		reg.MustRegister(st)
+		reg.MustRegister(st.gauges)
 	}
 	return st
 }
