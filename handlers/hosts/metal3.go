@@ -134,12 +134,12 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 	switch {
 	case errors.As(err, &problem):
 		if taken >= int64(st.cfg.Faults.MaxReplacements) {
-			return st.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
+			return st.faults.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
 				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}), nil
 		}
 		// Certain for this host, but a shared cause (one wrong Secret for a rack, a wrong namespace) when
 		// several are found so together: the burst guard holds them too.
-		if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), st.cfg.Faults); !ok {
+		if ok, together := st.guard.admit(c.Now, id, st.faults.failingHosts(c), st.cfg.Faults); !ok {
 			return verdict{why: detail + "; its credentials Secret: " + problem.message, held: heldMessage(together, st.cfg.Faults)}, nil
 		}
 		return verdict{quarantine: true, reason: problem.reason, why: "its credentials Secret: " + problem.message}, nil
@@ -149,7 +149,7 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 		// Our copy is gone or incomplete (someone deleted it): made again, never the host's fault.
 		return verdict{why: detail + "; its BMC Secret is made again"}, hostStepError(s, st.metal3.ensureBMCSecret(ctx, c, id, creds, cluster))
 	}
-	return st.judge(c, s, f, taken), nil
+	return st.faults.judge(c, s, f, taken), nil
 }
 
 // register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.

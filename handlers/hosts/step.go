@@ -82,7 +82,8 @@ type Step struct {
 	guard  faultGuard           // BMC-fault quarantines within the burst window (this process's, and NetBox's)
 	// consumers tell which hosts a machine consumes (consumer.go).
 	consumers consumers
-	metal3    metal3 // our Metal3 objects of a host (metal3.go)
+	metal3    metal3     // our Metal3 objects of a host (metal3.go)
+	faults    faultJudge // whether a BMC fault quarantines a host now (bmcfault.go)
 }
 
 // New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
@@ -94,6 +95,7 @@ func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, c
 			external.Metal3MachineGVR("").GroupResource(): external.Metal3MachineKind}),
 	}
 	st.consumers = consumers{namespace: cfg.Metal3Namespace, api: st.api}
+	st.faults = faultJudge{policy: cfg.Faults, namespace: cfg.Metal3Namespace, guard: &st.guard}
 	st.metal3 = metal3{cfg: cfg, core: st.core, api: st.api, consumers: st.consumers}
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
