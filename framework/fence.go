@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// A deposed leader writes nothing. Two fences keep it so:
+// A deposed leader writes nothing. Three fences keep it so:
 //
 //   - In time (this file). Another replica takes the Lease once it has seen it unrenewed for
 //     LeaseDuration, and it sees a renewal only after the renewal was made: a renewal made at t keeps the
@@ -20,6 +20,8 @@ import (
 //     again). The difference (4 s by default: 15 s less 1 s vs 10 s) is the margin for a write already
 //     on the wire and for the two clocks' rates. It is checked against the clock at every write, not
 //     only by a timer, so a process paused past it (SIGSTOP, a long GC) wakes up fenced.
+//   - At the transport (writefence.go). Every mutating request of the operator's clients, whatever context
+//     it was sent with, is refused unsent past the same instant; so is every NetBox write (LeaderWrites).
 //   - In the data (patch.go). A pass's status write carries the resourceVersion the pass read: a status
 //     decided on an object someone changed since (a new leader, a user, the NBI) is refused with 409 and
 //     never merged; the pass runs again on the newer object.
@@ -111,6 +113,13 @@ func (f *leaseFence) valid() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return !f.ended && time.Now().Before(f.until)
+}
+
+// standby reports whether this replica never led: no renewal extended the fence and it never ended.
+func (f *leaseFence) standby() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.ended && f.until.IsZero()
 }
 
 // deadline is the instant the fence lapses (zero before the first renewal).

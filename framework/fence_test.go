@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,8 +38,10 @@ type sentWrite struct {
 // paused, as a stopped process would be) with fe2 queued behind it, when its Lease renewals stop reaching
 // the API server (a partition of its lease client only). a's fence lapses RenewDeadline after the send
 // of its last renewal — before b can take the Lease — and b takes over and handles both objects. Then
-// a's handler returns with a status and an event: a sends nothing (no request at all on its clients
-// after its fence time; the status write and the event are counted as fenced), and it stops.
+// a's handler writes outside its pass (a ConfigMap and a widget with context.Background(), a NetBox write
+// asked of the leader fence) and returns with a status and an event: a sends nothing (no write at all on
+// its clients after its fence time, none of it on the API server; each refusal counted), and it stops.
+// While b stands by, it writes what every replica serves (an NBI's ConfigMap) but nothing to NetBox.
 func TestADeposedLeaderWritesNothing(t *testing.T) {
 	t.Parallel()
 	label := "fence"
@@ -49,12 +53,15 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 		ShutdownTimeout: 2 * time.Minute, // the deposed leader's drain waits for its paused pass
 	}
 	var (
-		mu   sync.Mutex
-		runs []string // "<instance>/<object>" per handler run
+		mu    sync.Mutex
+		runs  []string // "<instance>/<object>" per handler run
+		stray strayResult
+		ops   = map[string]*Operator{}
 	)
 	inPass, release := make(chan struct{}), make(chan struct{})
 	mk := func(name string) *testOperator {
-		return newTestOperator(t, label, opts, func(_ *Operator, w *Watch) {
+		return newTestOperator(t, label, opts, func(op *Operator, w *Watch) {
+			ops[name] = op
 			w.OnCreate("create_fn", func(_ context.Context, c *Cause) error {
 				mu.Lock()
 				runs = append(runs, name+"/"+c.Object.GetName())
@@ -62,6 +69,10 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 				if name == "a" && c.Object.GetName() == "fe1" {
 					close(inPass)
 					<-release // paused: it ignores its context
+					sw := strayWrites(ops["a"], label, "fence-test")
+					mu.Lock()
+					stray = sw
+					mu.Unlock()
 				}
 				c.Patch.SetStatus(name, "phase")
 				c.Normal("Handled", "handled by "+name)
@@ -90,6 +101,7 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 	a.start(t)
 	eventually(t, 20*time.Second, a.op.Leading, "a never led")
 	b.start(t)
+	standbyWrites(t, b.op, label, "fence-test")
 	create(t, widget(label, "fe1", map[string]any{}))
 	<-inPass
 	create(t, widget(label, "fe2", map[string]any{}))
@@ -118,6 +130,18 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the deposed a never stopped")
 	}
+	mu.Lock()
+	got := stray
+	mu.Unlock()
+	assert.True(t, IsClass(got.configMap, ClassFenced), "a's ConfigMap write: %v", got.configMap)
+	assert.True(t, IsClass(got.widget, ClassFenced), "a's widget write: %v", got.widget)
+	assert.True(t, IsClass(got.netbox, ClassFenced), "a's NetBox write: %v", got.netbox)
+	assert.Equal(t, 2.0, testutil.ToFloat64(a.op.metrics.Fenced.WithLabelValues("kube-write")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(a.op.metrics.Fenced.WithLabelValues("netbox-write")))
+	_, err = srv.AdminClientset().CoreV1().ConfigMaps("fence-test").Get(context.Background(), "stray-"+label, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "a's ConfigMap reached the API server: %v", err)
+	_, found := get(t, "stray-"+label)
+	assert.False(t, found, "a's widget reached the API server")
 	sentMu.Lock()
 	for _, w := range sent {
 		assert.False(t, w.at.After(fenceAt), "a sent %s %s %s after its fence lapsed", w.method, w.path, w.at.Sub(fenceAt))
@@ -130,6 +154,35 @@ func TestADeposedLeaderWritesNothing(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{"a/fe1"}, only(runs, "a/"), "a ran a handler after its fence lapsed")
+}
+
+// strayResult is what the writes a handler sends outside its pass's context met.
+type strayResult struct{ configMap, widget, netbox error }
+
+// strayWrites are writes made as a runnable, a release step or a goroutine makes them, with a context of
+// their own: a ConfigMap and a widget (labelled apart, so no watch would take it) through op's clients,
+// and a NetBox write asked of op's leader fence, as the NetBox client asks it.
+func strayWrites(op *Operator, label, ns string) strayResult {
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray-" + label, Namespace: ns}}
+	_, cmErr := op.Clients().Kubernetes.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	_, wErr := op.Clients().Dynamic.Resource(widgetGVR).Create(ctx, widget(label+"-stray", "stray-"+label, map[string]any{}), metav1.CreateOptions{})
+	return strayResult{configMap: cmErr, widget: wErr, netbox: op.LeaderWrites("netbox-write")()}
+}
+
+// standbyWrites checks what a replica that never led may write: what every replica serves (here a
+// ConfigMap, as the NBI's subscriptions are), with a context of its own — and nothing to NetBox.
+func standbyWrites(t *testing.T, op *Operator, label, ns string) {
+	t.Helper()
+	require.False(t, op.Leading())
+	kube := op.Clients().Kubernetes.CoreV1().ConfigMaps(ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "standby-" + label, Namespace: ns}}
+	_, err := kube.Create(context.Background(), cm, metav1.CreateOptions{})
+	require.NoError(t, err, "a standby could not write what every replica serves")
+	require.NoError(t, kube.Delete(context.Background(), cm.Name, metav1.DeleteOptions{}))
+	assert.True(t, IsClass(op.LeaderWrites("netbox-write")(), ClassFenced), "a standby may write to NetBox")
+	assert.Equal(t, 1.0, testutil.ToFloat64(op.metrics.Fenced.WithLabelValues("netbox-write")))
+	assert.Zero(t, testutil.ToFloat64(op.metrics.Fenced.WithLabelValues("kube-write")))
 }
 
 // A pass whose object changed between its read and its write (someone else wrote the status) has its

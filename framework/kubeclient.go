@@ -62,8 +62,10 @@ type Clients struct {
 	Dynamic dynamic.Interface
 	// Kubernetes is the typed client (events, leases, secrets, reviews), bounded too.
 	Kubernetes kubernetes.Interface
-	// lease is the leader election's client.
+	// lease is the leader election's client: the one that never passes through fence.
 	lease kubernetes.Interface
+	// fence refuses every other client's writes once the operator may no longer write (writefence.go).
+	fence *writeFence
 	// watch is for informers: no overall timeout (watches are long), same token and redirect rules.
 	watch dynamic.Interface
 }
@@ -141,24 +143,19 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 			return nil, &ConfigError{tokenError(src, err)}
 		}
 		cfg.BearerToken, cfg.BearerTokenFile = "", ""
-		prev := cfg.WrapTransport
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			if prev != nil {
-				rt = prev(rt)
-			}
-			return &tokenTransport{src: src, next: rt}
-		}
+		wrapOuter(cfg, func(rt http.RoundTripper) http.RoundTripper { return &tokenTransport{src: src, next: rt} })
 	}
 
 	// Count every request at the transport by method and resource (after the token is set, before the
 	// wire): what the API server receives from us, per resource.
-	prevWrap := cfg.WrapTransport
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		if prevWrap != nil {
-			rt = prevWrap(rt)
-		}
-		return &countingTransport{next: rt}
-	}
+	wrapOuter(cfg, func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt} })
+
+	// The Lease's renewals and release must reach the API server after the write fence closed: its client
+	// is built before the fence is put on the others' transport.
+	leaseCfg := rest.CopyConfig(cfg)
+	leaseCfg.Timeout = opts.Timeout
+	fence := &writeFence{}
+	wrapOuter(cfg, fence.wrap)
 
 	watchHTTP, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -188,11 +185,27 @@ func NewClients(base *rest.Config, opts ClientOptions) (*Clients, error) {
 	}
 	// The Lease has a client (and so a bucket) of its own: a renewal waiting behind a burst of Events
 	// past the renew deadline would cost the leadership.
-	lease, err := kubernetes.NewForConfigAndClient(typed, httpClient)
+	leaseHTTP, err := rest.HTTPClientFor(leaseCfg)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
-	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, lease: lease, watch: watchDyn}, nil
+	leaseHTTP.CheckRedirect = bearer.RefuseRedirects(ErrRedirectRefused)
+	lease, err := kubernetes.NewForConfigAndClient(protobufConfig(leaseCfg), leaseHTTP)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	return &Clients{Config: bounded, Dynamic: dyn, Kubernetes: cs, lease: lease, watch: watchDyn, fence: fence}, nil
+}
+
+// wrapOuter puts wrap around whatever transport cfg already builds (rest.Config.WrapTransport).
+func wrapOuter(cfg *rest.Config, wrap func(http.RoundTripper) http.RoundTripper) {
+	prev := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if prev != nil {
+			rt = prev(rt)
+		}
+		return wrap(rt)
+	}
 }
 
 // maxTokenFileSize bounds the bearer token file: a projected token is a few KiB at most.

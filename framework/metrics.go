@@ -72,13 +72,13 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		Fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "fenced_total",
-			Help: "What this replica did not do because its lease was not renewed within the renew deadline (another may lead): pass (not started), status, object (patches not sent), event (not posted).",
+			Help: "What this replica did not do because its lease was not renewed within the renew deadline (another may lead): pass (not started), status, object (patches not sent), event (not posted), kube-write (any other API write, refused at the transport), netbox-write (a NetBox write, refused unsent).",
 		}, []string{"what"}),
 		workqueue: newWorkqueueMetrics(),
 	}
 	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
 		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped, m.Fenced)
-	for _, w := range []string{"pass", "status", "object", "event"} {
+	for _, w := range []string{"pass", "status", "object", "event", "kube-write"} {
 		m.Fenced.WithLabelValues(w)
 	}
 	// Known label values are exposed at zero from the start, so increase() and alerts see the first event.

@@ -12,7 +12,8 @@
 // pass (pass.go), its outcomes (outcome.go) and patches (patch.go); kopf progress and diff-base
 // (progress.go, diffbase.go, on package kopf); finalizers (finalizer.go); events (events.go); health,
 // readiness and metrics (health.go, readiness.go, metrics.go: a degraded part is a line in /readyz, never
-// a 503); runnables (runnable.go), the phases of Run (run.go) and leader election (election.go).
+// a 503); runnables (runnable.go), the phases of Run (run.go) and leader election (election.go) with its
+// fence (fence.go; writefence.go at the clients' transport).
 //
 // Run goes startup (the health listener, the startup activities, the runnables of every replica) → sync
 // (every cache synced: ready) → work (the election; once leading, the workers and the leader's runnables)
@@ -26,11 +27,8 @@
 package framework
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +37,6 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -169,7 +166,7 @@ type Operator struct {
 	cleanup   []activity
 	probes    []probe
 	ctrls     []*controller
-	related   map[relatedKey]cache.SharedIndexInformer
+	informers *informers // informers.go: every informer, watched or related
 	ready     atomic.Bool
 	leading   atomic.Bool
 	fence     *leaseFence // with leader election: until when this replica may act (fence.go)
@@ -181,11 +178,6 @@ type Operator struct {
 	failErr                  error
 }
 
-type relatedKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-}
-
 // New creates an operator on the given clients.
 func New(clients *Clients, opts Options) (*Operator, error) {
 	opts.defaults()
@@ -194,8 +186,11 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 	}
 	o := &Operator{
 		opts: opts, clients: clients, log: opts.Logger, cache: newCache(),
-		related: map[relatedKey]cache.SharedIndexInformer{}, failed: make(chan struct{}),
-		readiness: newReadiness(opts.Logger, opts.Remedy),
+		failed: make(chan struct{}), readiness: newReadiness(opts.Logger, opts.Remedy),
+	}
+	o.informers = &informers{cache: o.cache, readiness: o.readiness, related: map[relatedKey]cache.SharedIndexInformer{}}
+	if clients != nil {
+		o.informers.client = clients.watch
 	}
 	o.leaderOnly = &runnableGroup{name: "leader", log: o.log, fail: o.Fail}
 	o.everyReplica = &runnableGroup{name: "every replica", log: o.log, fail: o.Fail}
@@ -209,6 +204,9 @@ func New(clients *Clients, opts Options) (*Operator, error) {
 				zap.Duration("renewDeadline", opts.RenewDeadline), zap.Duration("leaseDuration", opts.LeaseDuration))
 			o.deposed(errors.New("leader election lost: the lease was not renewed within the renew deadline"))
 		})
+	}
+	if clients != nil && clients.fence != nil {
+		clients.fence.set(o.transportMayWrite) // writefence.go
 	}
 	registerOperatorGauges(opts.MetricsNamespace, opts.Registry, o)
 	if opts.Liveness != "" {
@@ -275,67 +273,7 @@ func (o *Operator) failure() error {
 	}
 }
 
-// waitForSync waits until every informer has synced, keeping /readyz's reason current (which caches
-// are not synced yet, and why a watch is refused); false when ctx ended first.
-func (o *Operator) waitForSync(ctx context.Context) bool {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for !o.cache.HasSynced() {
-		o.readiness.setStage("waiting for the caches of %s to sync", strings.Join(o.unsynced(), ", "))
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-	return true
-}
-
-// unsynced names the informers that have not completed their first list.
-func (o *Operator) unsynced() []string {
-	var out []string
-	for _, c := range o.ctrls {
-		if !c.informer.HasSynced() {
-			out = append(out, resourceName(c.w.gvr))
-		}
-	}
-	for k, inf := range o.related {
-		if !inf.HasSynced() {
-			name := resourceName(k.gvr)
-			if k.namespace != "" {
-				name += " in " + k.namespace
-			}
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// sweepRefusals notices, while the operator runs, that a refused watch works again (and logs it).
-func (o *Operator) sweepRefusals(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			o.readiness.sweep()
-		}
-	}
-}
-
-func (o *Operator) runCleanup(ctx context.Context) {
-	for _, a := range o.cleanup {
-		if err := a.fn(ctx); err != nil {
-			o.log.Error("cleanup activity failed", zap.String("activity", a.id), zap.Error(err))
-			continue
-		}
-		o.log.Info("activity succeeded", zap.String("activity", a.id))
-	}
-}
-
+// buildControllers makes each watch's informer and controller, and the related informers they need.
 func (o *Operator) buildControllers() error {
 	for _, w := range o.watches {
 		if w.usesFinalizer() && w.finalizer == "" {
@@ -375,11 +313,12 @@ func (o *Operator) buildControllers() error {
 			return err
 		}
 		o.cache.add(w.gvr, inf)
+		o.informers.watched = append(o.informers.watched, watchedInformer{w.gvr, inf})
 		if err := o.cache.addUIDIndex(w.gvr, inf); err != nil {
 			return err
 		}
 		for _, r := range w.related {
-			rinf := o.relatedInformer(r.gvr, r.namespace)
+			rinf := o.informers.relatedInformer(r.gvr, r.namespace)
 			if _, err := rinf.AddEventHandler(c.relatedHandler(r)); err != nil {
 				return err
 			}
@@ -388,29 +327,4 @@ func (o *Operator) buildControllers() error {
 		w.ctrl.Store(c)
 	}
 	return nil
-}
-
-// relatedInformer shares one informer per related resource and namespace across watches.
-func (o *Operator) relatedInformer(gvr schema.GroupVersionResource, namespace string) cache.SharedIndexInformer {
-	k := relatedKey{gvr, namespace}
-	if inf, ok := o.related[k]; ok {
-		return inf
-	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(o.clients.watch, gvr, namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	// Set before the informer runs (they cannot be set after); a refusal is reported, not only logged.
-	_ = inf.SetTransform(stripUnread(false))
-	_ = inf.SetWatchErrorHandlerWithContext(o.readiness.watchErrorHandler(gvr, namespace, inf))
-	o.related[k] = inf
-	o.cache.add(gvr, inf)
-	return inf
-}
-
-func (o *Operator) startInformers(ctx context.Context) {
-	for _, c := range o.ctrls {
-		go c.informer.RunWithContext(ctx)
-	}
-	for _, inf := range o.related {
-		go inf.RunWithContext(ctx)
-	}
 }

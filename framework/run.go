@@ -23,26 +23,27 @@ import (
 // (ShutdownTimeout). Whatever a phase started is undone, in reverse order, however Run returns: the
 // event writers, the informers, the runnables of every replica, the cleanup activities, the listener.
 func (o *Operator) Run(ctx context.Context) error {
-	s := o.newSession(ctx)
+	s := newSession(o, ctx)
 	defer s.unwind()
-	if err := o.startHealth(s); err != nil {
+	if err := s.startHealth(); err != nil {
 		return err
 	}
-	if done, err := o.runStartup(ctx, s); done {
+	if done, err := s.runStartup(ctx); done {
 		return err
 	}
-	if done, err := o.syncCaches(s); done {
+	if done, err := s.syncCaches(); done {
 		return err
 	}
-	if err := o.startWork(s); err != nil {
+	if err := s.startWork(); err != nil {
 		return err
 	}
 	<-s.run.Done()
-	return o.drain(s)
+	return s.drain()
 }
 
-// session is what one Run started and the contexts it started it under.
+// session is what one Run started and the contexts it started it under; its methods are Run's phases.
 type session struct {
+	o *Operator
 	// run ends at the stop signal or at the first failure: phases waiting on something stop waiting.
 	run  context.Context
 	stop *stopDeadline
@@ -56,7 +57,7 @@ type session struct {
 	undo         []func()
 }
 
-func (o *Operator) newSession(ctx context.Context) *session {
+func newSession(o *Operator, ctx context.Context) *session {
 	run, cancelRun := context.WithCancel(ctx)
 	go func() {
 		select {
@@ -65,7 +66,7 @@ func (o *Operator) newSession(ctx context.Context) *session {
 		case <-run.Done():
 		}
 	}()
-	s := &session{run: run, stop: &stopDeadline{budget: o.opts.ShutdownTimeout}}
+	s := &session{o: o, run: run, stop: &stopDeadline{budget: o.opts.ShutdownTimeout}}
 	s.atEnd(cancelRun)
 	s.atEnd(s.stop.release)
 	return s
@@ -81,7 +82,8 @@ func (s *session) unwind() {
 }
 
 // startHealth binds the liveness listener (/healthz, /readyz, /metrics); it is closed last.
-func (o *Operator) startHealth(s *session) error {
+func (s *session) startHealth() error {
+	o := s.o
 	if o.health == nil {
 		return nil
 	}
@@ -95,9 +97,10 @@ func (o *Operator) startHealth(s *session) error {
 
 // runStartup runs the startup activities in their order, then starts the runnables of every replica.
 // done: Run returns err (a failed activity, a failure, or nil for a signal).
-func (o *Operator) runStartup(ctx context.Context, s *session) (done bool, err error) {
+func (s *session) runStartup(ctx context.Context) (done bool, err error) {
+	o := s.o
 	// Cleanup runs however we leave, after the workers and the runnables have stopped.
-	s.atEnd(func() { o.runCleanup(s.stop.ctx()) })
+	s.atEnd(func() { s.runCleanup(s.stop.ctx()) })
 	for _, a := range o.startup {
 		o.readiness.setStage("startup activity %q running", a.id)
 		actx := withWaiting(s.run, func(msg string) { o.readiness.setStage("startup activity %q: %s", a.id, msg) })
@@ -120,7 +123,8 @@ func (o *Operator) runStartup(ctx context.Context, s *session) (done bool, err e
 
 // syncCaches starts the event writers and the informers and waits until every cache has synced, keeping
 // /readyz's reason current. done: Run returns err (a failure, or nil for a signal).
-func (o *Operator) syncCaches(s *session) (done bool, err error) {
+func (s *session) syncCaches() (done bool, err error) {
+	o := s.o
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	s.atEnd(stopInformers)
 	o.events = newEventRecorder(informerCtx, o.clients.Kubernetes, o.opts.Name, o.log, o.metrics, o.mayAct)
@@ -129,9 +133,9 @@ func (o *Operator) syncCaches(s *session) (done bool, err error) {
 	if err := o.buildControllers(); err != nil {
 		return true, err
 	}
-	o.startInformers(informerCtx)
-	go o.sweepRefusals(s.run)
-	if !o.waitForSync(s.run) {
+	o.informers.start(informerCtx)
+	go o.informers.sweepRefusals(s.run)
+	if !o.informers.waitForSync(s.run) {
 		if f := o.failure(); f != nil {
 			o.log.Error("stopping on a failure before the caches synced", zap.Error(f))
 			return true, f
@@ -151,7 +155,8 @@ func (o *Operator) syncCaches(s *session) (done bool, err error) {
 // startWork leads at once without leader election, or campaigns for the lease and leads once it holds it.
 // The lease is released only after the passes and the leader's runnables have stopped or the drain
 // deadline has passed (drain), so a successor does not overlap them.
-func (o *Operator) startWork(s *session) error {
+func (s *session) startWork() error {
+	o := s.o
 	s.work, s.stopWork = context.WithCancel(context.Background())
 	s.atEnd(s.stopWork)
 	electionCtx, stopElection := context.WithCancel(context.Background())
@@ -159,15 +164,16 @@ func (o *Operator) startWork(s *session) error {
 	s.atEnd(stopElection)
 	if !o.opts.LeaderElect {
 		close(s.electionDone)
-		o.lead(s)
+		s.lead()
 		return nil
 	}
-	return o.runElection(electionCtx, func() { o.lead(s) }, s.electionDone)
+	return o.runElection(electionCtx, func() { s.lead() }, s.electionDone)
 }
 
 // lead starts what runs only on the leader: the workers of every watch and the leader's runnables. With
 // leader election the passes' context ends with the lease fence (fence.go).
-func (o *Operator) lead(s *session) {
+func (s *session) lead() {
+	o := s.o
 	o.leading.Store(true)
 	work := s.work
 	if o.fence != nil {
@@ -183,7 +189,8 @@ func (o *Operator) lead(s *session) {
 // deadline (then cuts the passes off), and releases the lease; what is left of the budget is the
 // unwinding's (event writers, runnables, cleanup, listener). It returns the failure that stopped the
 // operator, nil for a signal.
-func (o *Operator) drain(s *session) error {
+func (s *session) drain() error {
+	o := s.o
 	failure := o.failure()
 	if failure != nil {
 		o.log.Error("stopping on a failure", zap.Error(failure))
@@ -200,7 +207,7 @@ func (o *Operator) drain(s *session) error {
 	}
 	drainCtx, cancel := context.WithDeadline(context.Background(), deadline.Add(-cleanupReserve(o.opts.ShutdownTimeout)))
 	defer cancel()
-	o.drainPasses(s, drainCtx)
+	s.drainPasses(drainCtx)
 	o.leaderOnly.wait(drainCtx)
 	o.leading.Store(false)
 	s.stopElection()
@@ -214,7 +221,8 @@ func (o *Operator) drain(s *session) error {
 
 // drainPasses waits for the passes in flight until drainCtx ends, then cancels them and waits until the
 // stop's deadline at most.
-func (o *Operator) drainPasses(s *session, drainCtx context.Context) {
+func (s *session) drainPasses(drainCtx context.Context) {
+	o := s.o
 	finished := make(chan struct{})
 	go func() { s.passes.Wait(); close(finished) }()
 	select {
@@ -227,6 +235,18 @@ func (o *Operator) drainPasses(s *session, drainCtx context.Context) {
 		case <-s.stop.ctx().Done():
 			o.log.Warn("passes did not return after being cancelled; stopping without them")
 		}
+	}
+}
+
+// runCleanup runs the cleanup activities in their order; a failed one is logged and the next runs.
+func (s *session) runCleanup(ctx context.Context) {
+	o := s.o
+	for _, a := range o.cleanup {
+		if err := a.fn(ctx); err != nil {
+			o.log.Error("cleanup activity failed", zap.String("activity", a.id), zap.Error(err))
+			continue
+		}
+		o.log.Info("activity succeeded", zap.String("activity", a.id))
 	}
 }
 

@@ -61,6 +61,10 @@ type Config struct {
 	AllowHTTP bool          // NETBOX_ALLOW_HTTP=true: plain http for tests / local runs only
 	Timeout   time.Duration // NETBOX_TIMEOUT (seconds): per HTTP attempt, default 10s
 	Fields    FieldNames    // NETBOX_FIELD_*: fixed custom field names
+	// WriteFence, when set, is asked before every write (POST, PUT, PATCH, DELETE): an error keeps it
+	// unsent (KindFenced). The operator sets it to its leader fence, so a replica that is not (or no
+	// longer) the leader changes nothing in NetBox; nil (the bootstrap command) writes freely.
+	WriteFence func() error
 }
 
 // ConfigFromEnv reads the NETBOX_* variables. ok is false when NETBOX_URL is

@@ -28,6 +28,7 @@ const (
 	KindTransport    Kind = "transport"    // connection, TLS, DNS…
 	KindProtocol     Kind = "protocol"     // undecodable answer, redirect, unexpected status
 	KindUnavailable  Kind = "unavailable"  // not sent: NetBox has not passed its check since an outage at start (availability.go)
+	KindFenced       Kind = "fenced"       // not sent: a write this process may no longer make (Config.WriteFence)
 )
 
 // Error is the only error type the client returns (besides ErrNoFreeHost).

@@ -26,6 +26,7 @@ import (
 // changelog_message. Instead of forking it, each call puts what it needs into
 // the request context and the RoundTripper chain below applies it:
 //
+//	fenceTransport    writes: Config.WriteFence, asked before anything is sent
 //	requestTransport  query filters, If-Match, changelog_message, fixed headers
 //	retryTransport    GET only: transport error / 429 / 5xx, capped backoff
 //	attemptTransport  per-attempt timeout, token header, metrics
@@ -84,6 +85,24 @@ func (t *requestTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	return t.next.RoundTrip(r)
+}
+
+// fenceTransport keeps a write unsent when Config.WriteFence refuses it (a replica that does not lead).
+type fenceTransport struct {
+	fence func() error
+	next  http.RoundTripper
+}
+
+func (t *fenceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		if err := t.fence(); err != nil {
+			if req.Body != nil {
+				_ = req.Body.Close()
+			}
+			return nil, &Error{Kind: KindFenced, Op: requestOptionsFrom(req.Context()).op, Err: err}
+		}
+	}
+	return t.next.RoundTrip(req)
 }
 
 // addChangelog adds "changelog_message" to the JSON object in r's body.
@@ -293,11 +312,14 @@ func newHTTPClient(cfg Config, tokens *tokenSource, m *metrics, policy *retryPol
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
-	chain := &requestTransport{next: &retryTransport{
+	var chain http.RoundTripper = &requestTransport{next: &retryTransport{
 		policy: policy,
 		next:   &attemptTransport{next: base, timeout: cfg.Timeout, tokens: tokens, metrics: m},
 		clock:  clock.RealClock{},
 	}}
+	if cfg.WriteFence != nil {
+		chain = &fenceTransport{fence: cfg.WriteFence, next: chain}
+	}
 	return &http.Client{Transport: chain, CheckRedirect: bearer.RefuseRedirects(errRedirectRefused)}, nil
 }
 

@@ -114,12 +114,20 @@ func (g *faultGuard) overLocked(now time.Time, failing int, p FaultPolicy) (bool
 	return n+failing > p.Burst, n + failing
 }
 
+// faultJudge decides, by the fault policy and the burst guard, whether a claimed host's BMC fault
+// quarantines it now.
+type faultJudge struct {
+	policy    FaultPolicy
+	namespace string // Config.Metal3Namespace: where our BareMetalHosts are
+	guard     *faultGuard
+}
+
 // failingHosts counts our BareMetalHosts (every request's, from the cache) in a registration error and
 // not being deleted.
-func (st *Step) failingHosts(c *framework.Cause) int {
-	list, err := c.Cache.List(external.BareMetalHostGVR, st.cfg.Metal3Namespace)
+func (j faultJudge) failingHosts(c *framework.Cause) int {
+	list, err := c.Cache.List(external.BareMetalHostGVR, j.namespace)
 	if err != nil {
-		return st.cfg.Faults.Burst + 1 // cannot count: hold (a shared cause cannot be ruled out)
+		return j.policy.Burst + 1 // cannot count: hold (a shared cause cannot be ruled out)
 	}
 	n := 0
 	for _, b := range list {
@@ -158,8 +166,8 @@ type verdict struct {
 }
 
 // judge decides whether a registration error that is not certain quarantines the host now.
-func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken int64) verdict {
-	p, detail := st.cfg.Faults, f.detail
+func (j faultJudge) judge(c *framework.Cause, s *Slot, f registrationFault, taken int64) verdict {
+	p, detail := j.policy, f.detail
 	since, err := time.Parse(time.RFC3339, s.FaultSince)
 	if err != nil {
 		since = c.Now
@@ -179,10 +187,10 @@ func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken in
 			detail, f.count, since.UTC().Format(time.RFC3339), p.Grace, p.ErrorCount)}
 	}
 	if taken >= int64(p.MaxReplacements) {
-		return st.boundReached(c, verdict{why: fmt.Sprintf("%s; not quarantined: this request replaced %d hosts already (BMC_MAX_REPLACEMENTS); waiting for Metal3 to register it", detail, taken)})
+		return j.boundReached(c, verdict{why: fmt.Sprintf("%s; not quarantined: this request replaced %d hosts already (BMC_MAX_REPLACEMENTS); waiting for Metal3 to register it", detail, taken)})
 	}
 	id, _ := netbox.ParseIdentity(s.ID)
-	if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), p); !ok {
+	if ok, together := j.guard.admit(c.Now, id, j.failingHosts(c), p); !ok {
 		return verdict{why: detail, held: heldMessage(together, p)}
 	}
 	if f.cause == causeAuth {
@@ -194,9 +202,9 @@ func (st *Step) judge(c *framework.Cause, s *Slot, f registrationFault, taken in
 // boundReached is the verdict on a host the request's replacement bound keeps: still the burst's hold
 // when several hosts fail together, so the BMCFaultBurst alarm is raised (with the default bound equal
 // to the burst, a rack failing behind one request reaches the bound first and never said so).
-func (st *Step) boundReached(c *framework.Cause, v verdict) verdict {
-	if over, together := st.guard.over(c.Now, st.failingHosts(c), st.cfg.Faults); over {
-		v.held = heldMessage(together, st.cfg.Faults)
+func (j faultJudge) boundReached(c *framework.Cause, v verdict) verdict {
+	if over, together := j.guard.over(c.Now, j.failingHosts(c), j.policy); over {
+		v.held = heldMessage(together, j.policy)
 	}
 	return v
 }

@@ -176,7 +176,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 	if dev.Status == netbox.StatusActive && dev.OwnedBy(uid) {
 		// Our claim landed though its answer did not: resume it.
 		s.claimed()
-		return "", st.register(ctx, c, s, dev, cluster, nil)
+		return "", st.metal3.register(ctx, c, s, dev, cluster, nil)
 	}
 	// Free, or staged with our uid still on it (an admin's half-reset): ours to take, never forgotten with
 	// our uid on it (no other request could ever claim it then).
@@ -210,5 +210,5 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 	}
 	s.claimed()
 	c.Normal(EventHostClaimed, fmt.Sprintf("Claimed host %s (role %s)", s.ID, s.Role))
-	return "", st.register(ctx, c, s, dev, cluster, creds)
+	return "", st.metal3.register(ctx, c, s, dev, cluster, creds)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/framework"
+	"github.com/o2ims-operator/o2ims-operator/handlers/kube"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 )
 
@@ -60,14 +61,21 @@ func (c consumer) taken() bool {
 	return c.kind != "" || c.state == "provisioning" || c.state == "provisioned" || c.state == "externally provisioned"
 }
 
+// consumers tell, from Metal3's BareMetalHosts in namespace (and CAPM3's Metal3Machines), which hosts a
+// machine consumes and which Machine that is.
+type consumers struct {
+	namespace string // Config.Metal3Namespace
+	api       kube.Client
+}
+
 // consumedInCache: the cache's copy of the host's BareMetalHost says it is in use; movable: it is there
 // and not being deleted (only such a host's slot may change places with another, preferUnconsumed).
-func (st *Step) consumedInCache(c *framework.Cause, s Slot) (inUse, movable bool) {
+func (cs consumers) consumedInCache(c *framework.Cause, s Slot) (inUse, movable bool) {
 	id, err := netbox.ParseIdentity(s.ID)
 	if err != nil || s.Phase != PhaseClaimed || s.Refused != "" {
 		return false, false
 	}
-	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, st.cfg.Metal3Namespace, bmhName(id))
+	bmh, found, err := c.Cache.Get(external.BareMetalHostGVR, cs.namespace, bmhName(id))
 	if err != nil || !found || bmh.GetDeletionTimestamp() != nil {
 		return false, false
 	}
@@ -80,13 +88,13 @@ func (st *Step) consumedInCache(c *framework.Cause, s Slot) (inUse, movable bool
 // the one in use stays with its cluster. Cluster API chooses which Machine a scale-down deletes: whichever
 // host it frees first is then the one released. The cache decides only the order: the release itself
 // reads each host live before deleting anything (deleteMetal3).
-func (st *Step) preferUnconsumed(c *framework.Cause, slots []Slot) {
+func (cs consumers) preferUnconsumed(c *framework.Cause, slots []Slot) {
 	for i := range slots {
 		sur := &slots[i]
 		if !sur.Surplus {
 			continue
 		}
-		if inUse, movable := st.consumedInCache(c, *sur); !inUse || !movable {
+		if inUse, movable := cs.consumedInCache(c, *sur); !inUse || !movable {
 			continue
 		}
 		for j := range slots {
@@ -94,7 +102,7 @@ func (st *Step) preferUnconsumed(c *framework.Cause, slots []Slot) {
 			if w.Surplus || w.Role != sur.Role {
 				continue
 			}
-			if inUse, movable := st.consumedInCache(c, *w); inUse || !movable {
+			if inUse, movable := cs.consumedInCache(c, *w); inUse || !movable {
 				continue
 			}
 			c.Logger.Info("releasing a host no machine consumes instead of one in use",
@@ -109,7 +117,7 @@ func (st *Step) preferUnconsumed(c *framework.Cause, slots []Slot) {
 // the Metal3Machine its consumerRef names (found by ownerReferences, as CAPM3 finds it: kind Machine of
 // group cluster.x-k8s.io, in the Metal3Machine's namespace). One live read; a Metal3Machine that cannot be
 // read leaves the Machine unnamed, never an error.
-func (st *Step) inUseDetail(ctx context.Context, c *framework.Cause, id int32, cons consumer) string {
+func (cs consumers) inUseDetail(ctx context.Context, c *framework.Cause, id int32, cons consumer) string {
 	host := netbox.Identity(id)
 	if cons.kind == "" {
 		return fmt.Sprintf("%s: in use, Metal3 reports it %s; released once that is over", host, stateWord(cons.state))
@@ -118,7 +126,7 @@ func (st *Step) inUseDetail(ctx context.Context, c *framework.Cause, id int32, c
 	if cons.kind != external.Metal3MachineKind {
 		return fmt.Sprintf("%s: in use by %s (%s); released once it no longer consumes it", host, ref, stateWord(cons.state))
 	}
-	if machine := st.ownerMachine(ctx, c, cons); machine != "" {
+	if machine := cs.ownerMachine(ctx, c, cons); machine != "" {
 		return fmt.Sprintf("%s: in use by Machine %s/%s (%s, %s); released once Cluster API scales that node away",
 			host, cons.namespace, machine, ref, stateWord(cons.state))
 	}
@@ -134,12 +142,12 @@ func stateWord(state string) string {
 }
 
 // ownerMachine is the name of the CAPI Machine owning the Metal3Machine cons names ("" when unknown).
-func (st *Step) ownerMachine(ctx context.Context, c *framework.Cause, cons consumer) string {
+func (cs consumers) ownerMachine(ctx context.Context, c *framework.Cause, cons consumer) string {
 	version := "v1beta2"
 	if gv, err := schema.ParseGroupVersion(cons.apiVersion); err == nil && gv.Group == external.InfrastructureGroup && gv.Version != "" {
 		version = gv.Version
 	}
-	m3m, err := st.api.Get(ctx, c, external.Metal3MachineGVR(version), cons.namespace, cons.name)
+	m3m, err := cs.api.Get(ctx, c, external.Metal3MachineGVR(version), cons.namespace, cons.name)
 	if err != nil {
 		c.Logger.Info("cannot read the Metal3Machine consuming a host", zap.String("metal3Machine", cons.namespace+"/"+cons.name), zap.Error(err))
 		return ""

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
@@ -49,8 +50,18 @@ func hostStepError(s *Slot, err error) error {
 	return err
 }
 
-func (st *Step) ownedByRequest(annotations map[string]string, uid string) bool {
-	return annotations[st.cfg.OwnerAnnotation] == uid
+// metal3 makes, checks and removes our Metal3 objects of a host: its BMC Secret (the credentials copied
+// from the labelled Secret) and its BareMetalHost, annotated with the request that owns them.
+type metal3 struct {
+	cfg       Config
+	core      kubernetes.Interface // Secrets: live, never cached
+	api       kube.Client          // BareMetalHosts
+	consumers consumers            // a host in use is never removed (consumer.go)
+}
+
+// ownedByRequest: an object of ours was made for the request of uid.
+func (m metal3) ownedByRequest(annotations map[string]string, uid string) bool {
+	return annotations[m.cfg.OwnerAnnotation] == uid
 }
 
 // registration is what one pass saw of the claimed hosts in Metal3.
@@ -123,12 +134,12 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 	switch {
 	case errors.As(err, &problem):
 		if taken >= int64(st.cfg.Faults.MaxReplacements) {
-			return st.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
+			return st.faults.boundReached(c, verdict{why: detail + "; its credentials Secret: " + problem.message + "; not quarantined: this request replaced " +
 				fmt.Sprint(taken) + " hosts already (BMC_MAX_REPLACEMENTS)"}), nil
 		}
 		// Certain for this host, but a shared cause (one wrong Secret for a rack, a wrong namespace) when
 		// several are found so together: the burst guard holds them too.
-		if ok, together := st.guard.admit(c.Now, id, st.failingHosts(c), st.cfg.Faults); !ok {
+		if ok, together := st.guard.admit(c.Now, id, st.faults.failingHosts(c), st.cfg.Faults); !ok {
 			return verdict{why: detail + "; its credentials Secret: " + problem.message, held: heldMessage(together, st.cfg.Faults)}, nil
 		}
 		return verdict{quarantine: true, reason: problem.reason, why: "its credentials Secret: " + problem.message}, nil
@@ -136,27 +147,27 @@ func (st *Step) onRegistrationError(ctx context.Context, c *framework.Cause, s *
 		return verdict{}, err
 	case f.cause == causeOurSecret:
 		// Our copy is gone or incomplete (someone deleted it): made again, never the host's fault.
-		return verdict{why: detail + "; its BMC Secret is made again"}, hostStepError(s, st.ensureBMCSecret(ctx, c, id, creds, cluster))
+		return verdict{why: detail + "; its BMC Secret is made again"}, hostStepError(s, st.metal3.ensureBMCSecret(ctx, c, id, creds, cluster))
 	}
-	return st.judge(c, s, f, taken), nil
+	return st.faults.judge(c, s, f, taken), nil
 }
 
 // register creates the BMC Secret and BareMetalHost of a claimed host; creds are read when not at hand.
 // Nothing is created for a BMC address the policy refuses (bmcpolicy.go).
-func (st *Step) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
-	if st.cfg.BMC.refusal(dev.BMCAddress) != "" {
+func (m metal3) register(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, cluster string, creds *bmcCredentials) error {
+	if m.cfg.BMC.refusal(dev.BMCAddress) != "" {
 		return nil // never sent there; registered() says why while the host waits
 	}
 	if creds == nil {
 		var err error
-		if creds, err = resolveCredentials(ctx, st.core, st.cfg.CredentialsNamespace, dev.ID); err != nil {
+		if creds, err = resolveCredentials(ctx, m.core, m.cfg.CredentialsNamespace, dev.ID); err != nil {
 			return hostStepError(s, err)
 		}
 	}
-	if err := st.ensureBMCSecret(ctx, c, dev.ID, creds, cluster); err != nil {
+	if err := m.ensureBMCSecret(ctx, c, dev.ID, creds, cluster); err != nil {
 		return hostStepError(s, err)
 	}
-	return hostStepError(s, st.ensureBareMetalHost(ctx, c, *s, dev, cluster))
+	return hostStepError(s, m.ensureBareMetalHost(ctx, c, *s, dev, cluster))
 }
 
 // registered looks at a claimed host's BareMetalHost (cache), registering it when it is missing (unless
@@ -187,9 +198,9 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 			// Its address changed since the claim: its credentials are not sent there.
 			return false, "not registered: " + why, fault, nil
 		}
-		return false, "registering with Metal3", fault, st.register(ctx, c, s, dev, cluster, nil)
+		return false, "registering with Metal3", fault, st.metal3.register(ctx, c, s, dev, cluster, nil)
 	}
-	if !st.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
+	if !st.metal3.ownedByRequest(bmh.GetAnnotations(), string(c.Object.GetUID())) {
 		return false, "", fault, hostStepError(s, &notOursError{"BareMetalHost", st.cfg.Metal3Namespace + "/" + bmh.GetName()})
 	}
 	if consumerOf(bmh).taken() {
@@ -201,12 +212,12 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 
 // ensureBMCSecret creates the Metal3 BMC Secret from the credentials (a live read first: Secrets are not
 // cached). An existing one of ours is kept as it is.
-func (st *Step) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
-	ns, name := st.cfg.Metal3Namespace, bmcSecretName(id)
-	secrets := st.core.CoreV1().Secrets(ns)
+func (m metal3) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int32, creds *bmcCredentials, cluster string) error {
+	ns, name := m.cfg.Metal3Namespace, bmcSecretName(id)
+	secrets := m.core.CoreV1().Secrets(ns)
 	existing, err := kube.GetSecret(ctx, c, secrets, ns, name)
 	switch {
-	case err == nil && st.ownedByRequest(existing.Annotations, string(c.Object.GetUID())):
+	case err == nil && m.ownedByRequest(existing.Annotations, string(c.Object.GetUID())):
 		return nil
 	case err == nil:
 		return &notOursError{"Secret", ns + "/" + name}
@@ -217,7 +228,7 @@ func (st *Step) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int3
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: ns,
 			Labels:      map[string]string{LabelCluster: cluster, LabelManagedBy: ManagedByValue},
-			Annotations: map[string]string{st.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(id)},
+			Annotations: map[string]string{m.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(id)},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"username": creds.username, "password": creds.password},
@@ -235,9 +246,9 @@ func (st *Step) ensureBMCSecret(ctx context.Context, c *framework.Cause, id int3
 }
 
 // ensureBareMetalHost creates the host's BareMetalHost, powered off and labelled for the cluster.
-func (st *Step) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
+func (m metal3) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s Slot, dev *netbox.Device, cluster string) error {
 	gvr := external.BareMetalHostGVR
-	ns, name := st.cfg.Metal3Namespace, bmhName(dev.ID)
+	ns, name := m.cfg.Metal3Namespace, bmhName(dev.ID)
 	bmh := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": gvr.GroupVersion().String(), "kind": "BareMetalHost",
 		"spec": map[string]any{
@@ -249,18 +260,18 @@ func (st *Step) ensureBareMetalHost(ctx context.Context, c *framework.Cause, s S
 	bmh.SetName(name)
 	bmh.SetNamespace(ns)
 	bmh.SetLabels(map[string]string{LabelCluster: cluster, LabelRole: s.Role, LabelManagedBy: ManagedByValue})
-	bmh.SetAnnotations(map[string]string{st.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
-	_, err := st.api.Create(ctx, gvr, bmh)
+	bmh.SetAnnotations(map[string]string{m.cfg.OwnerAnnotation: string(c.Object.GetUID()), AnnotationNetBoxDevice: fmt.Sprint(dev.ID)})
+	_, err := m.api.Create(ctx, gvr, bmh)
 	switch {
 	case err == nil:
 		c.Normal(eventCreated, fmt.Sprintf("Created BareMetalHost %s/%s", ns, name))
 		return nil
 	case framework.IsClass(err, framework.ClassConflict):
-		live, gerr := st.api.Get(ctx, c, gvr, ns, name)
+		live, gerr := m.api.Get(ctx, c, gvr, ns, name)
 		if gerr != nil {
 			return gerr
 		}
-		if !st.ownedByRequest(live.GetAnnotations(), string(c.Object.GetUID())) {
+		if !m.ownedByRequest(live.GetAnnotations(), string(c.Object.GetUID())) {
 			return &notOursError{"BareMetalHost", ns + "/" + name}
 		}
 		return nil
@@ -330,21 +341,21 @@ type removal struct {
 
 // deleteMetal3 removes our BareMetalHost, then our BMC Secret, and reports whether both are gone. Objects
 // that are not ours are never touched.
-func (st *Step) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
+func (m metal3) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) (removal, error) {
 	uid := string(c.Object.GetUID())
-	gvr, ns := external.BareMetalHostGVR, st.cfg.Metal3Namespace
-	bmh, err := st.api.Get(ctx, c, gvr, ns, bmhName(id))
+	gvr, ns := external.BareMetalHostGVR, m.cfg.Metal3Namespace
+	bmh, err := m.api.Get(ctx, c, gvr, ns, bmhName(id))
 	switch {
 	case framework.IsClass(err, framework.ClassNotFound):
 	case err != nil:
 		return removal{}, err
-	case st.ownedByRequest(bmh.GetAnnotations(), uid):
+	case m.ownedByRequest(bmh.GetAnnotations(), uid):
 		if bmh.GetDeletionTimestamp() == nil {
 			if cons := consumerOf(bmh); cons.inUse {
-				return removal{detail: st.inUseDetail(ctx, c, id, cons), inUse: true}, nil // never deleted in use (consumer.go)
+				return removal{detail: m.consumers.inUseDetail(ctx, c, id, cons), inUse: true}, nil // never deleted in use (consumer.go)
 			}
 			// Exactly the version read: a host a machine took since (CAPM3 sets consumerRef) is refused.
-			err := st.api.DeleteVersion(ctx, gvr, ns, bmh.GetName(), bmh.GetUID(), bmh.GetResourceVersion())
+			err := m.api.DeleteVersion(ctx, gvr, ns, bmh.GetName(), bmh.GetUID(), bmh.GetResourceVersion())
 			if framework.IsClass(err, framework.ClassConflict) {
 				return removal{detail: fmt.Sprintf("%s: BareMetalHost changed while being released; looking again", netbox.Identity(id)), confirm: true}, nil
 			}
@@ -357,10 +368,10 @@ func (st *Step) deleteMetal3(ctx context.Context, c *framework.Cause, id int32) 
 		// BareMetalHost watch); the Secret stays until then, as Metal3 needs the credentials to do it.
 		return removal{detail: fmt.Sprintf("%s: BareMetalHost being removed", netbox.Identity(id))}, nil
 	}
-	secrets := st.core.CoreV1().Secrets(ns)
+	secrets := m.core.CoreV1().Secrets(ns)
 	sec, err := kube.GetSecret(ctx, c, secrets, ns, bmcSecretName(id))
 	switch cerr := framework.ClassifyAPIError("get Secret "+ns+"/"+bmcSecretName(id), false, err); {
-	case err == nil && st.ownedByRequest(sec.Annotations, uid):
+	case err == nil && m.ownedByRequest(sec.Annotations, uid):
 		pre := metav1.Preconditions{UID: &sec.UID}
 		if err := secrets.Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &pre}); err != nil {
 			if cerr := framework.ClassifyAPIError("delete Secret "+ns+"/"+sec.Name, true, err); !framework.IsClass(cerr, framework.ClassNotFound) {

@@ -96,7 +96,7 @@ func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Sl
 		}
 		switch s.Phase {
 		case PhaseCandidate, PhaseClaimed:
-			r, err := st.deleteMetal3(ctx, c, id)
+			r, err := st.metal3.deleteMetal3(ctx, c, id)
 			if err != nil {
 				return releaseProgress{}, err
 			}

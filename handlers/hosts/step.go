@@ -76,27 +76,34 @@ type Step struct {
 	nb     *netbox.Client
 	core   kubernetes.Interface // Secrets: live, never cached
 	api    kube.Client          // BareMetalHosts
-	cache  *framework.Cache     // the requests, for the gauges
-	gauges gauges
-	alloc  *Allocator // nil without a pool: hosts are found by listing NetBox
-	guard  faultGuard // BMC-fault quarantines within the burst window (this process's, and NetBox's)
+	cache  *framework.Cache     // the requests
+	gauges *gauges              // counted at scrape time (gauges.go)
+	alloc  *Allocator           // nil without a pool: hosts are found by listing NetBox
+	guard  faultGuard           // BMC-fault quarantines within the burst window (this process's, and NetBox's)
+	// consumers tell which hosts a machine consumes (consumer.go).
+	consumers consumers
+	metal3    metal3     // our Metal3 objects of a host (metal3.go)
+	faults    faultJudge // whether a BMC fault quarantines a host now (bmcfault.go)
 }
 
 // New builds the step on a NetBox client, the pool's view hosts are chosen from (nil: they are found by
 // listing NetBox) and the operator's clients and cache, and registers its gauges on reg (when not nil).
 func New(cfg Config, nb *netbox.Client, pool Pool, clients *framework.Clients, cache *framework.Cache, reg prometheus.Registerer) *Step {
 	st := &Step{
-		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(),
+		cfg: cfg, nb: nb, core: clients.Kubernetes, cache: cache, gauges: newGauges(cache),
 		api: kube.New(clients.Dynamic, map[schema.GroupResource]string{external.BareMetalHostGVR.GroupResource(): external.BareMetalHostKind,
 			external.Metal3MachineGVR("").GroupResource(): external.Metal3MachineKind}),
 	}
+	st.consumers = consumers{namespace: cfg.Metal3Namespace, api: st.api}
+	st.faults = faultJudge{policy: cfg.Faults, namespace: cfg.Metal3Namespace, guard: &st.guard}
+	st.metal3 = metal3{cfg: cfg, core: st.core, api: st.api, consumers: st.consumers}
 	if pool != nil {
 		st.alloc = NewAllocator(pool, clock.RealClock{}, max(3*cfg.Requeue, time.Minute))
 		st.alloc.AliveWith(st.requestAlive)
 		st.guard.pool = pool
 	}
 	if reg != nil {
-		reg.MustRegister(st)
+		reg.MustRegister(st.gauges)
 	}
 	return st
 }
@@ -204,7 +211,7 @@ func (st *Step) ensure(ctx context.Context, c *framework.Cause, req spec.Request
 
 	// Hosts the spec no longer asks for go back first, with the checkpoints of a deletion; of a role's
 	// hosts, those no machine consumes before those in use.
-	st.preferUnconsumed(c, slots)
+	st.consumers.preferUnconsumed(c, slots)
 	releasing, err := st.releaseSlots(ctx, c, slots, func(s Slot) bool { return s.Surplus })
 	if err != nil {
 		return Ensured{}, err

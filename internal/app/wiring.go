@@ -130,7 +130,9 @@ func (w *wiring) addInventory() error {
 	if !w.cfg.netboxOn {
 		return nil
 	}
-	nb, err := netbox.New(w.cfg.netbox, w.log.Named("netbox"), w.op.Registry())
+	nbCfg := w.cfg.netbox
+	nbCfg.WriteFence = w.op.LeaderWrites("netbox-write") // a replica that does not lead writes nothing to NetBox
+	nb, err := netbox.New(nbCfg, w.log.Named("netbox"), w.op.Registry())
 	if err != nil {
 		return err
 	}
