@@ -95,15 +95,24 @@ func measureCeiling(ctx context.Context, st *stack.Stack, n int) (ceiling, error
 	}
 	c.CPU = m.end()
 	c.Rate = float64(c.Available) / max(c.Total.Seconds(), 0.001)
-	for _, gvr := range []string{"pv", "cluster"} {
-		res := dyn.Resource(external.PackageVariantGVR).Namespace(pvNamespace)
-		if gvr == "cluster" {
-			res = clusters
-		}
-		for i := range pvs {
-			_ = res.Delete(ctx, pvs[i].GetName(), metav1.DeleteOptions{})
-		}
+	// Cleared away before the contenders start (16 callers: a thousand serial deletes take long).
+	names := make(chan string)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				_ = dyn.Resource(external.PackageVariantGVR).Namespace(pvNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+				_ = clusters.Delete(ctx, name, metav1.DeleteOptions{})
+			}
+		}()
 	}
+	for i := range pvs {
+		names <- pvs[i].GetName()
+	}
+	close(names)
+	wg.Wait()
 	return c, nil
 }
 
