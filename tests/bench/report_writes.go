@@ -72,6 +72,11 @@ func (r *report) sideBySideSummary(p printer) {
 		p("| fulfilled/s and deleted/s ≥ %.1f× the peer's (%s) | fulfilled %.2f×, deleted %.2f× | %s |\n",
 			targetPeerRatio, world, fr, dr, yes(fr >= targetPeerRatio && dr >= targetPeerRatio))
 	}
+	if sb.PeerErr == "" {
+		p("| CPU per fulfilled request ≤ the peer's, contender and kube-apiserver (%s) | ours %.1f / %.1f core-ms; the peer %.1f / %.1f | %s |\n",
+			world, 1000*o.cpuPer("operator"), 1000*o.cpuPer("kube-apiserver"), 1000*pe.cpuPer("operator"), 1000*pe.cpuPer("kube-apiserver"),
+			yes(o.cpuPer("operator") <= pe.cpuPer("operator") && o.cpuPer("kube-apiserver") <= pe.cpuPer("kube-apiserver")))
+	}
 	r.ceilingSummary(p, world)
 	p("| every state a request ends in written exactly once (%s) | ours: %s; the peer: %s | %s |\n",
 		world, finalWrites(o), peerOr(sb, finalWrites), yes(o.FinalOnce()))
@@ -149,6 +154,9 @@ func (r *report) sideBySideSection(p printer) {
 	row("CPU: contender / kube-apiserver (cores)", func(c contenderRun) string {
 		return fmt.Sprintf("%.2f / %.2f", c.CPU.Cores("operator"), c.CPU.Cores("kube-apiserver"))
 	})
+	row("CPU per fulfilled request: contender / kube-apiserver (core-ms)", func(c contenderRun) string {
+		return fmt.Sprintf("%.1f / %.1f", 1000*c.cpuPer("operator"), 1000*c.cpuPer("kube-apiserver"))
+	})
 	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
 	r.waitsTable(p)
@@ -201,4 +209,9 @@ func (r *report) waitsTable(p printer) {
 		"Available %.1f s after the first create: **%.1f Clusters/s**, with kube-apiserver at %.2f cores and other "+
 		"processes at %s. %s\n\n", cl.N, cl.Available, cl.Total.Seconds(), cl.Rate, cl.CPU.Cores("kube-apiserver"),
 		foreign(cl.CPU), cl.Note)
+}
+
+// cpuPer is a process's core-seconds per fulfilled request over the load (creates to the last fulfilled).
+func (r contenderRun) cpuPer(name string) float64 {
+	return r.CPU.ByPid[name] / float64(max(r.Fulfilled, 1))
 }
