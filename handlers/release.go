@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
@@ -27,29 +29,9 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		h.hosts.Forget(string(pr.GetUID())) // a request being deleted waits for no host
 	}
 
-	// Live, not cached: removing the finalizer is irreversible, so "gone" must be the server's answer.
-	pv, err := h.kube.Get(ctx, c, external.PackageVariantGVR, ns, name)
-	switch {
-	case framework.IsClass(err, framework.ClassNotFound):
-		// Nothing of ours left there.
-	case err != nil:
-		return h.deleting(c, msgDeletingRetrying.with(err.Error()))
-	case h.isOurs(pv, pr):
-		if pv.GetDeletionTimestamp() != nil {
-			return h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
-		}
-		// Exactly the version just read: if it carries no finalizer, a delete that succeeds removed it
-		// there and then, and the release goes on in this pass (no status write, wake-up and GET more).
-		err := h.kube.DeleteVersion(ctx, external.PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
-		if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
-			return h.deleting(c, msgDeletingPackageVariantRetrying.with(err.Error()))
-		}
-		c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
-		if err == nil && len(pv.GetFinalizers()) > 0 {
-			return h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
-		}
-	default:
-		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
+	gone, err := h.releasePackageVariant(ctx, c, ns, name)
+	if !gone {
+		return err
 	}
 
 	if h.hosts == nil {
@@ -83,6 +65,54 @@ func (h *Handlers) Release(ctx context.Context, c *framework.Cause) error {
 		h.setStatus(c, msgReleased.with())
 	}
 	return nil
+}
+
+// releasePackageVariant deletes our PackageVariant and answers whether it is gone (else the error to
+// return). Removing the finalizer is irreversible, so "gone" rests on the server's answer: the DELETE of
+// exactly the cached version (uid and resourceVersion preconditions) succeeding on one without a
+// finalizer, a 404, or a live GET. The cached copy saves the GET before the DELETE (one PackageVariant
+// call per deleted request, as a controller-runtime operator makes, not two on the same client-side
+// bucket: issue 39); a cache behind the server is refused with a conflict and read live.
+func (h *Handlers) releasePackageVariant(ctx context.Context, c *framework.Cause, ns, name string) (bool, error) {
+	pr := c.Object
+	if pv, found, err := c.Cache.Get(external.PackageVariantGVR, ns, name); err == nil && found &&
+		pv.GetDeletionTimestamp() == nil && h.isOurs(pv, pr) {
+		err := h.kube.DeleteVersion(ctx, external.PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
+		if err == nil || framework.IsClass(err, framework.ClassNotFound) {
+			return h.deletedPackageVariant(c, pv, err)
+		}
+		if !framework.IsClass(err, framework.ClassConflict) {
+			return false, h.deleting(c, msgDeletingPackageVariantRetrying.with(err.Error()))
+		}
+	}
+	pv, err := h.kube.Get(ctx, c, external.PackageVariantGVR, ns, name)
+	switch {
+	case framework.IsClass(err, framework.ClassNotFound):
+		return true, nil // nothing of ours left there
+	case err != nil:
+		return false, h.deleting(c, msgDeletingRetrying.with(err.Error()))
+	case !h.isOurs(pv, pr):
+		c.Logger.Info("leaving a package variant that is not this request's", stringField("packageVariant", pvRef(pv)))
+		return true, nil
+	case pv.GetDeletionTimestamp() != nil:
+		return false, h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
+	}
+	err = h.kube.DeleteVersion(ctx, external.PackageVariantGVR, ns, name, pv.GetUID(), pv.GetResourceVersion())
+	if err != nil && !framework.IsClass(err, framework.ClassNotFound) {
+		return false, h.deleting(c, msgDeletingPackageVariantRetrying.with(err.Error()))
+	}
+	return h.deletedPackageVariant(c, pv, err)
+}
+
+// deletedPackageVariant follows a DELETE of exactly pv's version that succeeded or found nothing: one
+// without a finalizer is gone there and then, and the release goes on in this pass (no status write,
+// wake-up and GET more); one with a finalizer is waited for.
+func (h *Handlers) deletedPackageVariant(c *framework.Cause, pv *unstructured.Unstructured, err error) (bool, error) {
+	c.Normal(EventDeleted, "Deleted package variant "+pvRef(pv))
+	if err == nil && len(pv.GetFinalizers()) > 0 {
+		return false, h.deleting(c, msgDeletingPackageVariant.with(pvRef(pv)))
+	}
+	return true, nil
 }
 
 func (h *Handlers) deleting(c *framework.Cause, s said) error { //nolint:unparam // always a TemporaryError

@@ -53,6 +53,11 @@ func provisioningRequest(name, run string, hosts []any) *unstructured.Unstructur
 
 // createAll creates the objects with `workers` concurrent callers and returns when each create returned.
 func createAll(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, workers int) (map[string]time.Time, error) {
+	return createAllOf(ctx, dyn.Resource(prGVR), objs, workers)
+}
+
+// createAllOf is createAll for any resource (namespaced: objs carry their namespace).
+func createAllOf(ctx context.Context, res dynamic.NamespaceableResourceInterface, objs []*unstructured.Unstructured, workers int) (map[string]time.Time, error) {
 	done := make(map[string]time.Time, len(objs))
 	var mu sync.Mutex
 	var firstErr error
@@ -63,7 +68,7 @@ func createAll(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.
 		go func() {
 			defer wg.Done()
 			for u := range next {
-				_, err := dyn.Resource(prGVR).Create(ctx, u, metav1.CreateOptions{})
+				_, err := res.Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{})
 				at := time.Now()
 				mu.Lock()
 				if err != nil && firstErr == nil {

@@ -467,9 +467,9 @@ func (r *report) loadSection(p printer) {
 		"by the watch), and Events and the Lease travel as protobuf. The collector's share follows `GOGC` (the shipped 75; at 50 it "+
 		"cost a fifth more CPU per request). ",
 		len(r.LoadQPSAll), qr, qd, dr, dd, dc, qc, targetPeerCPU, yes(dc <= targetPeerCPU && qc <= targetPeerCPU))
-	p("A deletion takes %.2f calls per request (%s), down from %.0f: the PackageVariant is read live and deleted at exactly the version "+
-		"read (uid and resourceVersion preconditions), so one without a finalizer is gone when the delete succeeds and the release "+
-		"finishes in the same pass, and no status is written on a request that vanishes when its finalizer is removed.\n\n",
+	p("A deletion takes %.2f calls per request (%s), down from %.0f: the PackageVariant is deleted at exactly the version "+
+		"the cache holds (uid and resourceVersion preconditions; no GET first, issue 39: a conflict or a cache miss is read live), so "+
+		"one without a finalizer is gone when the delete succeeds and the release finishes in the same pass, and no status is written on a request that vanishes when its finalizer is removed.\n\n",
 		d.Del.CallsPerRequest(), callsOf(d.Del), oldDeleteCalls)
 	p("**Writes per request** (target ≤ %.0f): %s — %.3f without events: %s.", targetWrites,
 		yes(d.WritesPerRequest(false) <= targetWrites), d.WritesPerRequest(false), r.writesBound())

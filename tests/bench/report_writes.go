@@ -3,13 +3,51 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Targets of the side-by-side section (issue 27, item 6).
 const (
 	targetRequestWrites = 4.0  // request writes (object and status PATCHes) per fulfilled request, QPS 100
 	targetSideRate      = 25.0 // fulfilled/s at QPS 100 with the world moving every 0.3 s
+	targetPeerRatio     = 1.2  // ours ÷ the peer's, fulfilled/s and deleted/s (issue 39)
+	// targetLatencyRatio: our p99 latencies ÷ the peer's at the same burst; the tenth above 1 keeps a
+	// one-request run (tens of milliseconds) from flipping on scheduling noise.
+	targetLatencyRatio = 1.1
 )
+
+// ceilingSummary is the Summary's rows of the world-alone ceiling and of latency (issue 39, items 3, 4).
+func (r *report) ceilingSummary(p printer, world string) {
+	sb := r.SideBySide
+	cl := sb.Ceiling
+	if cl.Rate > 0 {
+		peer := "not measured"
+		if sb.PeerErr == "" {
+			peer = fmt.Sprintf("%.0f %%", 100*sb.Peer.Rate/cl.Rate)
+		}
+		p("| fulfilled/s ≥ %.0f %% of the world-alone ceiling (%s) | ceiling %.1f Clusters/s; ours %.0f %%, the peer %s | %s |\n",
+			100*targetCeilingShare, world, cl.Rate, 100*sb.Ours.Rate/cl.Rate, peer, yes(sb.Ours.Rate >= targetCeilingShare*cl.Rate))
+	}
+	if l, ok := sb.Ours.latencyAtN(1); ok {
+		p("| one request alone: create → fulfilled p99 ≤ %s, delete → gone p99 ≤ %s (%s) | %s / %s | %s |\n",
+			durS(targetFulfilP99One), durS(targetDeleteP99One), world, durS(l.FulfilP99), durS(l.DeleteP99),
+			yes(l.Fulfilled == 1 && l.Gone == 1 && l.FulfilP99 <= targetFulfilP99One && l.DeleteP99 <= targetDeleteP99One))
+	}
+	if sb.PeerErr != "" {
+		return
+	}
+	for _, n := range append(append([]int{}, latencySizes...), sb.N) {
+		o, ok1 := sb.Ours.latencyAtN(n)
+		pe, ok2 := sb.Peer.latencyAtN(n)
+		if !ok1 || !ok2 {
+			continue
+		}
+		within := func(ours, peer time.Duration) bool { return ours.Seconds() <= targetLatencyRatio*peer.Seconds() }
+		p("| %d at once: p99 create → fulfilled and delete → gone ≤ %.1f× the peer's (%s) | ours %s / %s; the peer %s / %s | %s |\n",
+			n, targetLatencyRatio, world, durS(o.FulfilP99), durS(o.DeleteP99), durS(pe.FulfilP99), durS(pe.DeleteP99),
+			yes(o.Fulfilled == n && o.Gone == n && within(o.FulfilP99, pe.FulfilP99) && within(o.DeleteP99, pe.DeleteP99)))
+	}
+}
 
 // sideBySideSummary is the Summary's rows of section 8.
 func (r *report) sideBySideSummary(p printer) {
@@ -29,6 +67,17 @@ func (r *report) sideBySideSummary(p printer) {
 		world, o.Rate, o.DelRate, peerOr(sb, func(c contenderRun) string {
 			return fmt.Sprintf("%.1f fulfilled/s, %.1f deleted/s", c.Rate, c.DelRate)
 		}), yes(beats))
+	if sb.PeerErr == "" {
+		fr, dr := o.Rate/max(pe.Rate, 0.001), o.DelRate/max(pe.DelRate, 0.001)
+		p("| fulfilled/s and deleted/s ≥ %.1f× the peer's (%s) | fulfilled %.2f×, deleted %.2f× | %s |\n",
+			targetPeerRatio, world, fr, dr, yes(fr >= targetPeerRatio && dr >= targetPeerRatio))
+	}
+	if sb.PeerErr == "" {
+		p("| CPU per fulfilled request ≤ the peer's, contender and kube-apiserver (%s) | ours %.1f / %.1f core-ms; the peer %.1f / %.1f | %s |\n",
+			world, 1000*o.cpuPer("operator"), 1000*o.cpuPer("kube-apiserver"), 1000*pe.cpuPer("operator"), 1000*pe.cpuPer("kube-apiserver"),
+			yes(o.cpuPer("operator") <= pe.cpuPer("operator") && o.cpuPer("kube-apiserver") <= pe.cpuPer("kube-apiserver")))
+	}
+	r.ceilingSummary(p, world)
 	p("| every state a request ends in written exactly once (%s) | ours: %s; the peer: %s | %s |\n",
 		world, finalWrites(o), peerOr(sb, finalWrites), yes(o.FinalOnce()))
 	p("| no Event lost (%s) | due / held by the API server: ours %.0f / %d; the peer %s | %s |\n",
@@ -89,6 +138,11 @@ func (r *report) sideBySideSection(p printer) {
 	row("first create → last fulfilled", func(c contenderRun) string { return fmt.Sprintf("%.1f s", c.Total.Seconds()) })
 	row("**fulfilled/s**", func(c contenderRun) string { return fmt.Sprintf("**%.1f**", c.Rate) })
 	row("**deleted/s**", func(c contenderRun) string { return fmt.Sprintf("**%.1f**", c.DelRate) })
+	if cl := sb.Ceiling; cl.Rate > 0 {
+		row(fmt.Sprintf("share of the world-alone ceiling (%.1f Clusters/s)", cl.Rate), func(c contenderRun) string {
+			return fmt.Sprintf("%.0f %%", 100*c.Rate/cl.Rate)
+		})
+	}
 	row("**request writes per fulfilled request**", func(c contenderRun) string { return fmt.Sprintf("**%.2f**", c.WritesPerRequest()) })
 	row("status PATCHes / object PATCHes per request", func(c contenderRun) string {
 		n := float64(max(c.Fulfilled, 1))
@@ -100,9 +154,64 @@ func (r *report) sideBySideSection(p printer) {
 	row("CPU: contender / kube-apiserver (cores)", func(c contenderRun) string {
 		return fmt.Sprintf("%.2f / %.2f", c.CPU.Cores("operator"), c.CPU.Cores("kube-apiserver"))
 	})
+	row("CPU per fulfilled request: contender / kube-apiserver (core-ms)", func(c contenderRun) string {
+		return fmt.Sprintf("%.1f / %.1f", 1000*c.cpuPer("operator"), 1000*c.cpuPer("kube-apiserver"))
+	})
 	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
+	r.waitsTable(p)
 	p("\nBoth write a request only when its status or metadata changes; a write waiting for the client-side " +
 		"limiter is sent as it was computed (not superseded by a newer one), so the distinct statuses seen per request " +
 		"above are what each wrote.\n\n")
+}
+
+// waitsTable is where each request waited (issue 39, item 1) and its latency (item 4), both contenders
+// from the same run.
+func (r *report) waitsTable(p printer) {
+	sb := r.SideBySide
+	p("\n**Where a request waits** (each contender's own metrics over the phase: client-go's limiter and " +
+		"workqueue families, the same buckets in both; p50/p99 interpolated inside buckets, so the workqueue's " +
+		"decade buckets make its quantiles coarse). Calls include Events; the peer reads from its cache.\n\n")
+	p("| %d requests at once | o2ims-operator | controller-runtime peer |\n|---|--:|--:|\n", sb.N)
+	for _, phase := range []struct {
+		what string
+		w    func(contenderRun) waits
+		n    func(contenderRun) int
+	}{
+		{"fulfil", func(c contenderRun) waits { return c.FulfilWaits }, func(c contenderRun) int { return c.Fulfilled }},
+		{"delete", func(c contenderRun) waits { return c.DelWaits }, func(c contenderRun) int { return c.Deleted }},
+	} {
+		ours := waitRows(phase.what, phase.n(sb.Ours), phase.w(sb.Ours))
+		peer := waitRows(phase.what, phase.n(sb.Peer), phase.w(sb.Peer))
+		for i := 0; i+1 < len(ours); i += 2 {
+			v := peer[i+1]
+			if sb.PeerErr != "" {
+				v = "not measured"
+			}
+			p("| %s | %s | %s |\n", ours[i], ours[i+1], v)
+		}
+	}
+	p("\n**Latency** per request: create returned → `fulfilled` seen, first DELETE sent → gone seen (a watch), "+
+		"p50 / p99, at N requests created (then deleted) at once; the world alone needs %s from a PackageVariant to a "+
+		"provisioned Cluster.\n\n| N at once | o2ims-operator | controller-runtime peer |\n|---|--:|--:|\n", 3*worldStep)
+	for _, n := range append(append([]int{}, latencySizes...), sb.N) {
+		f := func(c contenderRun) string {
+			if l, ok := c.latencyAtN(n); ok {
+				return l.String()
+			}
+			return "not measured"
+		}
+		p("| %d | %s | %s |\n", n, f(sb.Ours), peerOr(sb, f))
+	}
+	cl := sb.Ceiling
+	p("\n**The world alone** (the ceiling): before either contender, the bench created %d PackageVariants as the "+
+		"operator writes them, at once (64 callers), with no operator running; the world brought %d Clusters to "+
+		"Available %.1f s after the first create: **%.1f Clusters/s**, with kube-apiserver at %.2f cores and other "+
+		"processes at %s. %s\n\n", cl.N, cl.Available, cl.Total.Seconds(), cl.Rate, cl.CPU.Cores("kube-apiserver"),
+		foreign(cl.CPU), cl.Note)
+}
+
+// cpuPer is a process's core-seconds per fulfilled request over the load (creates to the last fulfilled).
+func (r contenderRun) cpuPer(name string) float64 {
+	return r.CPU.ByPid[name] / float64(max(r.Fulfilled, 1))
 }

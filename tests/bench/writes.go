@@ -33,6 +33,7 @@ var peerArgs = []string{"--kube-api-qps=100", "--kube-api-burst=200"}
 // one stack whose world moves every worldStep.
 type sideBySide struct {
 	N          int
+	Ceiling    ceiling // the world alone (issue 39, item 3)
 	Ours, Peer contenderRun
 	PeerErr    string // the peer could not be built or run
 }
@@ -56,6 +57,11 @@ type contenderRun struct {
 	DelRate            float64
 	CPU                cpuWindow
 	Note               string
+	// Where the requests waited (issue 39), fulfil and delete, from the contender's own metrics.
+	FulfilWaits, DelWaits waits
+	// Latency: create returned → fulfilled seen, and first DELETE sent → gone seen, per request, at
+	// N requests at once (this run's N first, then latencySizes).
+	Latency []latencyAt
 }
 
 // WritesPerRequest is the request writes (object and status PATCHes) per fulfilled request.
@@ -87,6 +93,11 @@ func stackWrites(ctx context.Context, c *config, rep *report) error {
 	defer st.Stop()
 	sb := &sideBySide{N: c.n}
 	rep.SideBySide = sb
+	say(c, "8. the world alone: %d PackageVariants at once, no operator", c.n)
+	if sb.Ceiling, err = measureCeiling(ctx, st, c.n); err != nil {
+		return err
+	}
+	say(c, "   %d Clusters Available in %s: %.1f/s %s", sb.Ceiling.Available, sb.Ceiling.Total.Round(100*time.Millisecond), sb.Ceiling.Rate, sb.Ceiling.Note)
 	say(c, "8. side by side at %s, world moving every %s: the operator, %d requests at once", strings.Join(peerArgs, " "), worldStep, c.n)
 	op, err := startSelected(ctx, st, "writes-ours", false)
 	if err != nil {
@@ -125,15 +136,33 @@ func (r contenderRun) line() string {
 }
 
 // measureContender creates n requests at once for the contender, follows them to their end, counts the
-// writes, then deletes them all at once; it stops the contender.
+// writes, then deletes them all at once; then the latency at latencySizes requests at once. It stops the
+// contender.
 func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run string, n int) (contenderRun, error) {
 	defer ct.stop()
+	r, err := measureOnce(ctx, st, ct, run, run, n)
+	if err != nil {
+		return r, err
+	}
+	for _, size := range latencySizes {
+		l, err := measureOnce(ctx, st, ct, run, fmt.Sprintf("%s-x%d", run, size), size)
+		if err != nil {
+			return r, err
+		}
+		r.Latency = append(r.Latency, l.Latency...)
+	}
+	return r, nil
+}
+
+// measureOnce is one load and deletion of n requests named prefix-NNNN (the contender selects run).
+func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefix string, n int) (contenderRun, error) {
 	r := contenderRun{Name: ct.name}
 	dyn := fastAdmin(st)
 	selector := runLabel + "=" + run
 	tctx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
-	f := &finals{writes: map[string]int{}, last: map[string]string{}, shown: map[string]map[string]bool{}, fulfilled: map[string]time.Time{}}
+	f := &finals{writes: map[string]int{}, last: map[string]string{}, shown: map[string]map[string]bool{},
+		fulfilled: map[string]time.Time{}, gone: map[string]time.Time{}}
 	if err := f.watch(tctx, dyn, selector); err != nil {
 		return r, err
 	}
@@ -143,11 +172,12 @@ func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run s
 	}
 	objs := make([]*unstructured.Unstructured, n)
 	for i := range objs {
-		objs[i] = provisioningRequest(fmt.Sprintf("%s-%04d", run, i), run, nil)
+		objs[i] = provisioningRequest(fmt.Sprintf("%s-%04d", prefix, i), run, nil)
 	}
 	m := startMeter(contenderPids(st, ct))
 	t0 := time.Now()
-	if _, err := createAll(ctx, dyn, objs, 64); err != nil {
+	created, err := createAll(ctx, dyn, objs, 64)
+	if err != nil {
 		return r, err
 	}
 	if err := f.waitEnded(ctx, n, 3*time.Minute); err != nil {
@@ -160,14 +190,20 @@ func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run s
 		return r, err
 	}
 	f.fill(&r, t0)
+	r.FulfilWaits = waitsBetween(ev0, ev1)
 	r.StatusPatches = requestPatches(api1, "status") - requestPatches(api0, "status")
 	r.ObjectPatches = requestPatches(api1, "") - requestPatches(api0, "") - r.StatusPatches
 	r.EventsDue = ev1.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
-	r.EventsHeld = eventsAbout(ctx, st, run)
-	r.Deleted, r.DelTotal, err = deleteRun(ctx, dyn, selector)
+	r.EventsHeld = eventsAbout(ctx, st, prefix)
+	var tDel time.Time
+	r.Deleted, r.DelTotal, tDel, err = deleteRun(ctx, dyn, selector)
 	if r.DelTotal > 0 {
 		r.DelRate = float64(r.Deleted) / r.DelTotal.Seconds()
 	}
+	if _, ev2, serr := scrapeBoth(ctx, st, ct); serr == nil {
+		r.DelWaits = waitsBetween(ev1, ev2)
+	}
+	r.Latency = []latencyAt{f.latency(n, created, tDel)}
 	return r, err
 }
 
@@ -251,6 +287,7 @@ type finals struct {
 	state     map[string]string
 	shown     map[string]map[string]bool
 	fulfilled map[string]time.Time
+	gone      map[string]time.Time // when the watch saw each deleted
 }
 
 func (f *finals) record(u *unstructured.Unstructured, at time.Time) {
@@ -300,6 +337,10 @@ func (f *finals) watch(ctx context.Context, dyn dynamic.Interface, selector stri
 				rv = u.GetResourceVersion()
 				if ev.Type != watch.Deleted {
 					f.record(u, time.Now())
+				} else {
+					f.mu.Lock()
+					f.gone[u.GetName()] = time.Now()
+					f.mu.Unlock()
 				}
 			}
 			w.Stop()
@@ -361,29 +402,30 @@ func (f *finals) fill(r *contenderRun, t0 time.Time) {
 	r.StatusesPerRequest = float64(shown) / float64(max(len(f.state), 1))
 }
 
-// deleteRun deletes the run's requests at once and answers how many were gone, and when the last was.
-func deleteRun(ctx context.Context, dyn dynamic.Interface, selector string) (int, time.Duration, error) {
+// deleteRun deletes the run's requests at once and answers how many were gone, when the last was, and
+// when the first DELETE was sent.
+func deleteRun(ctx context.Context, dyn dynamic.Interface, selector string) (int, time.Duration, time.Time, error) {
 	list, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
 	n := len(list.Items)
 	t0 := time.Now()
 	if err := deleteAll(ctx, dyn, list.Items, 64); err != nil {
-		return 0, 0, err
+		return 0, 0, t0, err
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		l, err := dyn.Resource(prGVR).List(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: "0"})
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, t0, err
 		}
 		if len(l.Items) == 0 {
-			return n, time.Since(t0), nil
+			return n, time.Since(t0), t0, nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return 0, 0, fmt.Errorf("requests of %s not gone within 3 minutes", selector)
+	return 0, 0, t0, fmt.Errorf("requests of %s not gone within 3 minutes", selector)
 }
 
 // sortedKeys lists a map's keys in order.

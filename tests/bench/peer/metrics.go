@@ -11,4 +11,11 @@ var eventsPosted = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "o2ims_events_posted_total", Help: "Events the peer handed to its recorder.",
 })
 
-func init() { metrics.Registry.MustRegister(eventsPosted) }
+func init() {
+	metrics.Registry.MustRegister(eventsPosted)
+	// client-go's rate-limiter wait is opt-in in controller-runtime (pkg/metrics/client_go_adapter.go);
+	// the bench compares it with the operator's, in the operator's buckets (framework/metrics.go).
+	metrics.RegisterRESTClientMetricsWithOptions(metrics.RESTClientMetricsOptions{
+		DurationBuckets: []float64{.001, .005, .025, .1, .25, .5, 1, 2, 4, 8, 15, 30, 60},
+	}, metrics.MetricRateLimiterLatency)
+}
