@@ -28,7 +28,7 @@ func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *f
 	if err != nil {
 		return nil, err
 	}
-	facts := alarms.NewFacts(store, iw.view, dms.List, nb.Degraded)
+	facts := alarms.NewFacts(store, iw.view, dms.List, nb.Gate.Degraded)
 	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: chainCfg.CreationTimeout},
 		facts, st, metrics, iw.log.Named("alarms"))
 	op.Add(raiser) // NeedLeaderElection: only the leader raises and clears

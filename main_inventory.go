@@ -22,7 +22,7 @@ import (
 
 // inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
 // view, kept by a background refresh and by the NetBox client's own confirmed writes (claims,
-// releases, quarantines: netbox.Client.ObserveWrites), served by the northbound API.
+// releases, quarantines: netbox.Claims.ObserveWrites), served by the northbound API.
 type inventoryWiring struct {
 	cfg       inventory.Config
 	view      *inventory.View
@@ -73,8 +73,8 @@ func newInventory(getenv func(string) string, nbCfg netbox.Config, nb *netbox.Cl
 		return nil, err
 	}
 	view := inventory.NewView(cfg, func(uid string) string { return requestName(op, uid) })
-	nb.ObserveWrites(view.Written)
-	r, err := inventory.NewRefresher(view, nb, log.Named("inventory"), op.Registry())
+	nb.Claims.ObserveWrites(view.Written)
+	r, err := inventory.NewRefresher(view, nb.Search, log.Named("inventory"), op.Registry())
 	if err != nil {
 		return nil, err
 	}
