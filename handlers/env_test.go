@@ -146,8 +146,8 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 		// administrator's change in the simulator shows within a test's patience.
 		view = nbinventory.NewView(nbinventory.Config{OCloudID: testOCloud, RefreshInterval: 200 * time.Millisecond,
 			ResyncInterval: 5 * time.Second}, nil)
-		inventory[0].ObserveWrites(view.Written)
-		r, err := nbinventory.NewRefresher(view, inventory[0], log.Named("inventory"), op.Registry())
+		inventory[0].Claims.ObserveWrites(view.Written)
+		r, err := nbinventory.NewRefresher(view, inventory[0].Search, log.Named("inventory"), op.Registry())
 		require.NoError(t, err)
 		op.Add(r)
 		hostStep = hosts.New(HostsConfig(cfg, testOCloud), inventory[0], view, clients, op.Cache(), op.Registry())

@@ -30,6 +30,15 @@ import (
 // named in the waiting requests' messages, and the check is retried, so a fixed token or field is picked
 // up without a restart.
 
+// Gate is the client's availability part: Start (the startup check and, after an outage at start, its
+// retries in the background), and what a caller says while NetBox cannot be used (Unavailability,
+// Degraded, DownSince). The gate itself — every other part's calls refused while the check has not
+// passed — is conn.usable, below, which all parts pass through.
+type Gate struct {
+	*conn
+	schema *Schema // its Check is the gate's check
+}
+
 // availability is whether the client may use NetBox now: the startup check's verdict (shared by every
 // client on one registry, as the reachability it reads is).
 type availability struct {
@@ -125,10 +134,10 @@ func IsOutage(err error) bool {
 // the error that must stop the operator — a configuration error or a stop — and nil when the check passed
 // or NetBox is merely unavailable; then the check goes on in the background (until ctx ends) and the
 // client refuses every other call until it passes.
-func (c *Client) Start(ctx context.Context) error {
+func (c *Gate) Start(ctx context.Context) error {
 	a := c.metrics.avail
 	first, cancel := context.WithTimeout(ctx, c.cfg.Timeout+time.Second)
-	err := c.Check(first)
+	err := c.schema.Check(first)
 	cancel()
 	if err == nil || !IsOutage(err) || ctx.Err() != nil {
 		return err
@@ -145,7 +154,7 @@ func (c *Client) Start(ctx context.Context) error {
 
 // keepChecking retries the check until it passes or ctx ends: with a capped backoff while NetBox does not
 // answer, every recheck interval while it answers but fails the check.
-func (c *Client) keepChecking(ctx context.Context) {
+func (c *Gate) keepChecking(ctx context.Context) {
 	a := c.metrics.avail
 	for attempt := 0; ; attempt++ {
 		delay := a.retry.Delay(attempt)
@@ -159,7 +168,7 @@ func (c *Client) keepChecking(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		err := c.Check(ctx)
+		err := c.schema.Check(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -188,7 +197,7 @@ func (c *Client) keepChecking(ctx context.Context) {
 
 // usable is the gate of every call but the check: nil, or why nothing is sent (KindUnavailable, wrapping
 // the check's own error; retryable, and nothing was sent, so nothing may have landed).
-func (c *Client) usable(op string) error {
+func (c *conn) usable(op string) error {
 	if p := c.metrics.avail.current(); p != nil {
 		return &Error{Kind: KindUnavailable, Op: op, Retryable: true, Err: p}
 	}
@@ -196,7 +205,7 @@ func (c *Client) usable(op string) error {
 }
 
 // DownSince is when NetBox stopped answering as last seen; zero while it answers.
-func (c *Client) DownSince() time.Time {
+func (c *Gate) DownSince() time.Time {
 	if o := c.metrics.up.outage(); o != nil {
 		return o.since
 	}
@@ -206,7 +215,7 @@ func (c *Client) DownSince() time.Time {
 // Unavailability says in one line why err means NetBox cannot be used now — "NetBox unreachable since
 // <time> (HTTP 503)", or "NetBox cannot be used until its configuration is fixed: …" — and false for
 // any other error (a request's own problem, a conflict, a missing device).
-func (c *Client) Unavailability(err error) (string, bool) {
+func (c *Gate) Unavailability(err error) (string, bool) {
 	var e *Error
 	if !errors.As(err, &e) {
 		return "", false
@@ -227,7 +236,7 @@ func (c *Client) Unavailability(err error) (string, bool) {
 // describe words what keeps NetBox unusable. An outage is worded from the reachability — when the failures
 // began and what the first one met — so the message a waiting request shows stays the same from pass to
 // pass while the outage lasts, whichever call failed (a status write each pass otherwise).
-func (c *Client) describe(e *Error) string {
+func (c *Gate) describe(e *Error) string {
 	if !IsOutage(e) {
 		return "NetBox cannot be used until its configuration is fixed: " + e.Error()
 	}
@@ -243,7 +252,7 @@ func (c *Client) describe(e *Error) string {
 }
 
 // Degraded is what /readyz says about NetBox: "" while it may be used, else why not and what waits.
-func (c *Client) Degraded() string {
+func (c *Gate) Degraded() string {
 	if p := c.metrics.avail.current(); p != nil {
 		return c.describe(p) + "; requests with hosts wait"
 	}

@@ -32,7 +32,7 @@ func (e *env) started() error {
 	netbox.SetCheckIntervalsForTest(e.client, 20*time.Millisecond, 50*time.Millisecond)
 	c, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
-	return e.client.Start(c)
+	return e.client.Gate.Start(c)
 }
 
 // NetBox answering 503 at start: Start returns nil (the operator goes on), the client sends NetBox nothing
@@ -45,24 +45,24 @@ func TestNetBoxDownAtStartGatesTheClientUntilItsCheckPasses(t *testing.T) {
 	before := time.Now()
 	require.NoError(t, e.started(), "an outage at start does not stop the operator")
 
-	_, err := e.client.FindFreeHosts(ctx(t), nil, nil, 1)
+	_, err := e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
 	require.True(t, netbox.IsKind(err, netbox.KindUnavailable), "refused before the check passed: %v", err)
 	assert.True(t, netbox.IsOutage(err))
-	_, err = e.client.ListInventoryDevices(ctx(t), time.Time{}, true)
+	_, err = e.client.Search.ListInventoryDevices(ctx(t), time.Time{}, true)
 	require.True(t, netbox.IsKind(err, netbox.KindUnavailable), "the inventory's listings too: %v", err)
-	_, err = e.client.GetDevice(ctx(t), 1)
+	_, err = e.client.Claims.GetDevice(ctx(t), 1)
 	require.True(t, netbox.IsKind(err, netbox.KindUnavailable), "%v", err)
 	assert.Zero(t, e.sim.Calls(http.MethodGet, netboxsim.RouteDevices)+e.sim.Calls(http.MethodGet, netboxsim.RouteDevice),
 		"nothing but the check reached NetBox")
 	assert.Positive(t, e.sim.Calls(http.MethodGet, netboxsim.RouteStatus))
 
-	msg, ok := e.client.Unavailability(err)
+	msg, ok := e.client.Gate.Unavailability(err)
 	require.True(t, ok)
-	since := e.client.DownSince()
+	since := e.client.Gate.DownSince()
 	require.False(t, since.IsZero())
 	assert.False(t, since.Before(before.Truncate(time.Second)), "since the first failed check")
 	assert.Equal(t, "NetBox unreachable since "+since.UTC().Format(time.RFC3339)+" (HTTP 503)", msg)
-	assert.Equal(t, msg+"; requests with hosts wait", e.client.Degraded())
+	assert.Equal(t, msg+"; requests with hosts wait", e.client.Gate.Degraded())
 	assert.Zero(t, e.usable())
 	up, _ := e.up()
 	assert.Zero(t, up)
@@ -71,18 +71,18 @@ func TestNetBoxDownAtStartGatesTheClientUntilItsCheckPasses(t *testing.T) {
 	checks := e.sim.Calls(http.MethodGet, netboxsim.RouteStatus)
 	require.Eventually(t, func() bool { return e.sim.Calls(http.MethodGet, netboxsim.RouteStatus) > checks+2 }, 10*time.Second, 10*time.Millisecond,
 		"the check is retried in the background")
-	_, err = e.client.FindFreeHosts(ctx(t), nil, nil, 1)
-	again, _ := e.client.Unavailability(err)
+	_, err = e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
+	again, _ := e.client.Gate.Unavailability(err)
 	assert.Equal(t, msg, again)
 
 	e.sim.SetOutage(0)
-	require.Eventually(t, func() bool { return e.client.Degraded() == "" }, 10*time.Second, 10*time.Millisecond,
-		"NetBox answers again, but the client still says it is unusable: %s", e.client.Degraded())
-	found, err := e.client.FindFreeHosts(ctx(t), nil, nil, 1)
+	require.Eventually(t, func() bool { return e.client.Gate.Degraded() == "" }, 10*time.Second, 10*time.Millisecond,
+		"NetBox answers again, but the client still says it is unusable: %s", e.client.Gate.Degraded())
+	found, err := e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
 	require.NoError(t, err)
 	assert.Len(t, found, 1)
 	assert.Equal(t, 1.0, e.usable())
-	assert.True(t, e.client.DownSince().IsZero())
+	assert.True(t, e.client.Gate.DownSince().IsZero())
 	assert.NotEmpty(t, e.logs.FilterMessageSnippet("passed its check").All(), "the recovery is logged")
 }
 
@@ -125,14 +125,14 @@ func TestAConfigurationErrorFoundAfterAnOutageAtStartDegradesAndMendsWithoutARes
 	e.sim.SetVersion("4.5.10")
 	e.sim.SetOutage(0)
 
-	require.Eventually(t, func() bool { return strings.Contains(e.client.Degraded(), "configuration") }, 10*time.Second, 10*time.Millisecond,
-		"the failed check is never said: %q", e.client.Degraded())
-	assert.Contains(t, e.client.Degraded(), "NetBox cannot be used until its configuration is fixed: netbox check: unsupported: NetBox 4.5.10 is older than 4.6.0")
-	assert.True(t, strings.HasSuffix(e.client.Degraded(), "; requests with hosts wait"))
-	_, err := e.client.FindFreeHosts(ctx(t), nil, nil, 1)
+	require.Eventually(t, func() bool { return strings.Contains(e.client.Gate.Degraded(), "configuration") }, 10*time.Second, 10*time.Millisecond,
+		"the failed check is never said: %q", e.client.Gate.Degraded())
+	assert.Contains(t, e.client.Gate.Degraded(), "NetBox cannot be used until its configuration is fixed: netbox check: unsupported: NetBox 4.5.10 is older than 4.6.0")
+	assert.True(t, strings.HasSuffix(e.client.Gate.Degraded(), "; requests with hosts wait"))
+	_, err := e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
 	require.True(t, netbox.IsKind(err, netbox.KindUnavailable), "%v", err)
 	assert.False(t, netbox.IsOutage(err), "not an outage: someone must fix it")
-	msg, ok := e.client.Unavailability(err)
+	msg, ok := e.client.Gate.Unavailability(err)
 	require.True(t, ok)
 	assert.True(t, strings.HasPrefix(msg, "NetBox cannot be used until its configuration is fixed: "), msg)
 	assert.Zero(t, e.usable())
@@ -146,8 +146,8 @@ func TestAConfigurationErrorFoundAfterAnOutageAtStartDegradesAndMendsWithoutARes
 	require.Equal(t, 1, errorLines(), "logged once as an error, not at every recheck")
 
 	e.sim.SetVersion("4.6.8")
-	require.Eventually(t, func() bool { return e.client.Degraded() == "" }, 10*time.Second, 10*time.Millisecond, "never mended")
-	_, err = e.client.FindFreeHosts(ctx(t), nil, nil, 1)
+	require.Eventually(t, func() bool { return e.client.Gate.Degraded() == "" }, 10*time.Second, 10*time.Millisecond, "never mended")
+	_, err = e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, e.usable())
 }
@@ -158,27 +158,27 @@ func TestAnOutageAfterTheCheckIsWordedSinceItsFirstFailure(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h1", nil)
 	require.NoError(t, e.started())
-	assert.Equal(t, "", e.client.Degraded())
+	assert.Equal(t, "", e.client.Gate.Degraded())
 	assert.Equal(t, 1.0, e.usable())
 
 	e.sim.SetOutage(http.StatusServiceUnavailable)
-	_, err := e.client.GetDevice(ctx(t), id)
+	_, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.True(t, netbox.IsKind(err, netbox.KindServer), "%v", err)
-	first, ok := e.client.Unavailability(err)
+	first, ok := e.client.Gate.Unavailability(err)
 	require.True(t, ok)
 	assert.True(t, strings.HasPrefix(first, "NetBox unreachable since "), first)
 	time.Sleep(1100 * time.Millisecond) // the time is worded to the second: a later failure must not move it
-	_, err = e.client.FindFreeHosts(ctx(t), nil, nil, 1)
-	later, _ := e.client.Unavailability(err)
+	_, err = e.client.Search.FindFreeHosts(ctx(t), nil, nil, 1)
+	later, _ := e.client.Gate.Unavailability(err)
 	assert.Equal(t, first, later)
-	assert.Equal(t, first+"; requests with hosts wait", e.client.Degraded())
+	assert.Equal(t, first+"; requests with hosts wait", e.client.Gate.Degraded())
 	assert.Zero(t, e.usable())
 
 	e.sim.SetOutage(0)
-	_, err = e.client.GetDevice(ctx(t), id)
+	_, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
-	assert.Equal(t, "", e.client.Degraded())
-	_, ok = e.client.Unavailability(&netbox.Error{Kind: netbox.KindNotFound, Status: 404})
+	assert.Equal(t, "", e.client.Gate.Degraded())
+	_, ok = e.client.Gate.Unavailability(&netbox.Error{Kind: netbox.KindNotFound, Status: 404})
 	assert.False(t, ok, "a missing device is no outage")
 }
 

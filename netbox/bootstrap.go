@@ -67,7 +67,7 @@ const probeDeviceID = math.MaxInt32
 // not exist. The report is returned with the error, filled as far as Bootstrap got. The error is nil
 // only if NetBox is ready for the operator with this token: every field usable, every permission
 // granted.
-func (c *Client) Bootstrap(ctx context.Context) (*BootstrapReport, error) {
+func (c *Schema) Bootstrap(ctx context.Context) (*BootstrapReport, error) {
 	rep := &BootstrapReport{}
 	v, err := c.netboxVersion(ctx)
 	if err != nil {
@@ -113,7 +113,7 @@ func (c *Client) Bootstrap(ctx context.Context) (*BootstrapReport, error) {
 //
 // Object-level constraints of a permission (only some sites, say) cannot be seen this way: a granted
 // permission may still not cover every pool device.
-func (c *Client) probePermissions(ctx context.Context) ([]Permission, error) {
+func (c *Schema) probePermissions(ctx context.Context) ([]Permission, error) {
 	read := func(what, perm, op string, call func(context.Context) (*http.Response, error)) (Permission, error) {
 		p := Permission{What: what, Permission: perm}
 		resp, err := call(withRequestOptions(ctx, requestOptions{op: op}))
@@ -179,7 +179,7 @@ func (c *Client) probePermissions(ctx context.Context) ([]Permission, error) {
 
 // bootstrapFields reads the four fields by name (on any object type: names are unique in NetBox), and
 // creates the missing ones only if none of the existing ones is wrong.
-func (c *Client) bootstrapFields(ctx context.Context, rep *BootstrapReport) error {
+func (c *Schema) bootstrapFields(ctx context.Context, rep *BootstrapReport) error {
 	specs := fixedFields(c.cfg.Fields)
 	names := make([]string, len(specs))
 	for i, s := range specs {
@@ -251,7 +251,7 @@ func (s fixedField) definition() string {
 
 // createField POSTs the field as the operator needs it: the first accepted type, filter logic exact
 // (what the owner filter needs, and accepted by every check), not required, on dcim.device.
-func (c *Client) createField(ctx context.Context, s fixedField) error {
+func (c *Schema) createField(ctx context.Context, s fixedField) error {
 	req := nb.NewWritableCustomFieldRequest([]string{deviceObjectType}, s.name)
 	req.SetType(nb.PatchedWritableCustomFieldRequestType(s.types[0]))
 	req.SetFilterLogic(nb.PATCHEDWRITABLECUSTOMFIELDREQUESTFILTERLOGIC_EXACT)

@@ -35,9 +35,9 @@ var allPermissions = map[string]bool{
 
 func TestBootstrapCreatesTheFieldsOnceThenFindsThem(t *testing.T) {
 	e := newEnv(t, withoutStandardFields())
-	require.Error(t, e.client.Check(ctx(t)), "a fresh NetBox fails the operator's check")
+	require.Error(t, e.client.Schema.Check(ctx(t)), "a fresh NetBox fails the operator's check")
 
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, "4.6.8", rep.Version)
 	assert.Equal(t, allPermissions, granted(rep))
@@ -45,7 +45,7 @@ func TestBootstrapCreatesTheFieldsOnceThenFindsThem(t *testing.T) {
 		"o2ims_managed": "created", "o2ims_request_uid": "created", "o2ims_bmc_address": "created", "o2ims_boot_mac": "created",
 	}, outcomes(rep))
 	assert.Equal(t, 4, e.sim.Calls(http.MethodPost, netboxsim.RouteCustomFields))
-	require.NoError(t, e.client.Check(ctx(t)), "the operator's own check passes on what bootstrap created")
+	require.NoError(t, e.client.Schema.Check(ctx(t)), "the operator's own check passes on what bootstrap created")
 
 	// What was created, as NetBox lists it.
 	_, body := getJSON(t, e, "/api/extras/custom-fields/?object_type=dcim.device")
@@ -69,7 +69,7 @@ func TestBootstrapCreatesTheFieldsOnceThenFindsThem(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, p.Status)
 	}
 
-	rep, err = e.client.Bootstrap(ctx(t))
+	rep, err = e.client.Schema.Bootstrap(ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{
 		"o2ims_managed": "existed", "o2ims_request_uid": "existed", "o2ims_bmc_address": "existed", "o2ims_boot_mac": "existed",
@@ -81,7 +81,7 @@ func TestBootstrapUsesTheConfiguredFieldNames(t *testing.T) {
 	e := newEnv(t, withoutStandardFields(), withConfig(func(c *netbox.Config) {
 		c.Fields = netbox.FieldNames{Managed: "pool", RequestUID: "owner", BMCAddress: "bmc", BootMAC: "mac"}
 	}))
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"pool": "created", "owner": "created", "bmc": "created", "mac": "created"}, outcomes(rep))
 	_, body := getJSON(t, e, "/api/extras/custom-fields/?name=o2ims_managed")
@@ -104,7 +104,7 @@ func TestBootstrapRefusesAWrongDefinitionAndChangesNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, withoutStandardFields())
 			e.sim.AddCustomField(tc.field)
-			rep, err := e.client.Bootstrap(ctx(t))
+			rep, err := e.client.Schema.Bootstrap(ctx(t))
 			require.Error(t, err)
 			assert.True(t, netbox.IsKind(err, netbox.KindSchema), "%v", err)
 			assert.Contains(t, err.Error(), tc.want)
@@ -127,7 +127,7 @@ func TestBootstrapRefusesAWrongDefinitionAndChangesNothing(t *testing.T) {
 
 func TestBootstrapRefusesAnOldNetBox(t *testing.T) {
 	e := newEnv(t, withoutStandardFields(), withSim(netboxsim.Options{Version: "4.5.9"}))
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindUnsupported), "%v", err)
 	assert.Contains(t, err.Error(), "NetBox 4.5.9 is older than 4.6.0")
@@ -139,7 +139,7 @@ func TestBootstrapRefusesAnOldNetBox(t *testing.T) {
 
 func TestBootstrapReportsAReadOnlyToken(t *testing.T) {
 	e := newEnv(t, withSim(netboxsim.Options{ReadOnlyTokens: []string{testToken}}))
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindForbidden), "%v", err)
 	assert.Contains(t, err.Error(), "the token lacks what the operator needs: dcim.change_device")
@@ -157,7 +157,7 @@ func TestBootstrapReportsEachMissingPermission(t *testing.T) {
 	e := newEnv(t, withSim(netboxsim.Options{Permissions: map[string][]string{
 		testToken: {"dcim.view_device", "dcim.change_device", "extras.view_customfield"},
 	}}))
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the token lacks what the operator needs: dcim.view_site, dcim.view_devicetype")
 	missing := rep.MissingPermissions()
@@ -168,7 +168,7 @@ func TestBootstrapReportsEachMissingPermission(t *testing.T) {
 
 func TestBootstrapCannotCreateWithoutAddPermission(t *testing.T) {
 	e := newEnv(t, withoutStandardFields(), withSim(netboxsim.Options{ReadOnlyTokens: []string{testToken}}))
-	rep, err := e.client.Bootstrap(ctx(t))
+	rep, err := e.client.Schema.Bootstrap(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindForbidden), "%v", err)
 	assert.Contains(t, err.Error(), "creating custom field o2ims_managed needs extras.add_customfield")

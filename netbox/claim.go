@@ -8,6 +8,20 @@ import (
 	"go.uber.org/zap"
 )
 
+// Claims is the client's part that changes devices: Claim, Release (release.go) and Quarantine
+// (quarantine.go), each one conditional PATCH after a read by id (GetDevice), and the observers that
+// hear of those writes (observers.go).
+type Claims struct{ *conn }
+
+// GetDevice reads one device with its ETag. A missing ETag is an error: the
+// client never writes without If-Match.
+func (c *Claims) GetDevice(ctx context.Context, id int32) (*Device, error) {
+	if err := c.usable("get"); err != nil {
+		return nil, err
+	}
+	return c.getDevice(ctx, "get", id)
+}
+
 // ClaimResult is the outcome of Claim.
 type ClaimResult string
 
@@ -22,7 +36,7 @@ const (
 // resolved by re-reading. A timeout, 5xx or lost answer returns an error with
 // MayHaveLanded=true and is never replayed: the caller's next pass re-reads.
 // On Claimed, *d is refreshed from NetBox's answer (new ETag included).
-func (c *Client) Claim(ctx context.Context, d *Device, requestUID string) (ClaimResult, error) {
+func (c *Claims) Claim(ctx context.Context, d *Device, requestUID string) (ClaimResult, error) {
 	if err := checkUID("claim", requestUID); err != nil {
 		return "", err
 	}

@@ -16,11 +16,11 @@ import (
 func TestClaim(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	etag := d.ETag
 
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Claimed, res)
 	assert.Equal(t, netbox.StatusActive, d.Status)
@@ -37,15 +37,15 @@ func TestClaim(t *testing.T) {
 	assert.Equal(t, 1.0, e.counter("o2ims_netbox_assignment_attempts_total", map[string]string{"result": "success"}))
 
 	// Resume after a restart: already ours, nothing written.
-	d, err = e.client.GetDevice(ctx(t), id)
+	d, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
-	res, err = e.client.Claim(ctx(t), d, uid(1))
+	res, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.ClaimedAlready, res)
 	assert.Len(t, e.sim.PatchLog(), 1)
 
 	// Someone else's now: race lost without a write.
-	res, err = e.client.Claim(ctx(t), d, uid(2))
+	res, err = e.client.Claims.Claim(ctx(t), d, uid(2))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.RaceLost, res)
 	assert.Len(t, e.sim.PatchLog(), 1)
@@ -57,34 +57,34 @@ func TestClaimPrechecks(t *testing.T) {
 	notPool := e.sim.AddDevice(netboxsim.Device{Custom: map[string]any{"o2ims_managed": false}})
 	failed := e.sim.AddDevice(netboxsim.Device{Status: "failed", Custom: map[string]any{"o2ims_managed": true}})
 	for _, id := range []int32{notPool, failed} {
-		d, err := e.client.GetDevice(ctx(t), id)
+		d, err := e.client.Claims.GetDevice(ctx(t), id)
 		require.NoError(t, err)
-		res, err := e.client.Claim(ctx(t), d, uid(1))
+		res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 		require.NoError(t, err)
 		assert.Equal(t, netbox.RaceLost, res)
 	}
 	assert.Empty(t, e.sim.PatchLog())
 
 	free := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), free)
+	d, err := e.client.Claims.GetDevice(ctx(t), free)
 	require.NoError(t, err)
-	_, err = e.client.Claim(ctx(t), d, "")
+	_, err = e.client.Claims.Claim(ctx(t), d, "")
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
-	_, err = e.client.Claim(ctx(t), d, "has space")
+	_, err = e.client.Claims.Claim(ctx(t), d, "has space")
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
-	listed, err := e.client.FindFreeHost(ctx(t), nil, nil)
+	listed, err := e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	require.NoError(t, err)
-	_, err = e.client.Claim(ctx(t), listed, uid(1))
+	_, err = e.client.Claims.Claim(ctx(t), listed, uid(1))
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid), "no ETag, no write")
-	_, err = e.client.Claim(ctx(t), nil, uid(1))
+	_, err = e.client.Claims.Claim(ctx(t), nil, uid(1))
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
 	assert.Empty(t, e.sim.PatchLog())
 
 	// Staged but carrying our uid (an admin reset only the status): ours to take.
 	half := e.sim.AddDevice(netboxsim.Device{Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(1)}})
-	d, err = e.client.GetDevice(ctx(t), half)
+	d, err = e.client.Claims.GetDevice(ctx(t), half)
 	require.NoError(t, err)
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Claimed, res)
 }
@@ -93,12 +93,12 @@ func TestClaimPrechecks(t *testing.T) {
 func TestClaimPreconditionFailedOtherWins(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	require.NoError(t, e.sim.SetCustom(id, "o2ims_request_uid", uid(9)))
 	require.NoError(t, e.sim.SetStatus(id, "active"))
 
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.RaceLost, res)
 	log := e.sim.PatchLog()
@@ -114,12 +114,12 @@ func TestClaimPreconditionFailedOtherWins(t *testing.T) {
 func TestClaimPreconditionFailedOurs(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	require.NoError(t, e.sim.SetCustom(id, "o2ims_request_uid", uid(1)))
 	require.NoError(t, e.sim.SetStatus(id, "active"))
 
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Claimed, res)
 	assert.Equal(t, uid(1), d.RequestUID)
@@ -130,11 +130,11 @@ func TestClaimPreconditionFailedOurs(t *testing.T) {
 func TestClaimLostAnswerNotReplayed(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	e.sim.DropPatchAnswers(1)
 
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.Error(t, err)
 	assert.Empty(t, res)
 	var ne *netbox.Error
@@ -148,9 +148,9 @@ func TestClaimLostAnswerNotReplayed(t *testing.T) {
 	assert.True(t, log[0].Dropped)
 	assert.Equal(t, 1.0, e.counter("o2ims_netbox_assignment_attempts_total", map[string]string{"result": "error"}))
 
-	d, err = e.client.GetDevice(ctx(t), id)
+	d, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
-	res, err = e.client.Claim(ctx(t), d, uid(1))
+	res, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.ClaimedAlready, res)
 	assert.Len(t, e.sim.PatchLog(), 1)
@@ -159,10 +159,10 @@ func TestClaimLostAnswerNotReplayed(t *testing.T) {
 func TestClaimServerErrorNotReplayed(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	e.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: 503, Count: 5})
-	_, err = e.client.Claim(ctx(t), d, uid(1))
+	_, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
 	assert.Equal(t, netbox.KindServer, ne.Kind)
@@ -173,7 +173,7 @@ func TestClaimServerErrorNotReplayed(t *testing.T) {
 	for _, status := range []int{429, 403, 400} {
 		e.sim.ClearFaults()
 		e.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: status})
-		_, err = e.client.Claim(ctx(t), d, uid(1))
+		_, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 		require.True(t, errors.As(err, &ne))
 		assert.Equal(t, status, ne.Status)
 		assert.False(t, ne.MayHaveLanded, "status %d", status)
@@ -183,10 +183,10 @@ func TestClaimServerErrorNotReplayed(t *testing.T) {
 func TestClaimTimeoutNotReplayed(t *testing.T) {
 	e := newEnv(t, withConfig(func(c *netbox.Config) { c.Timeout = 50 * time.Millisecond }))
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	e.sim.SetLatency("PATCH", netboxsim.RouteDevice, time.Hour)
-	_, err = e.client.Claim(ctx(t), d, uid(1))
+	_, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
 	assert.Equal(t, netbox.KindTimeout, ne.Kind)
@@ -197,10 +197,10 @@ func TestClaimTimeoutNotReplayed(t *testing.T) {
 func TestClaimDeviceDeleted(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h", nil)
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	e.sim.DeleteDevice(id)
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.RaceLost, res)
 }
@@ -229,7 +229,7 @@ func TestConcurrentClaims(t *testing.T) {
 			me := uid(g)
 			skip := map[int32]bool{}
 			for round := 0; round < 100; round++ {
-				cand, err := e.client.FindFreeHost(ctx(t), sel, skip)
+				cand, err := e.client.Search.FindFreeHost(ctx(t), sel, skip)
 				if errors.Is(err, netbox.ErrNoFreeHost) {
 					mu.Lock()
 					noHost++
@@ -237,11 +237,11 @@ func TestConcurrentClaims(t *testing.T) {
 					return
 				}
 				if err == nil {
-					cand, err = e.client.GetDevice(ctx(t), cand.ID)
+					cand, err = e.client.Claims.GetDevice(ctx(t), cand.ID)
 				}
 				var res netbox.ClaimResult
 				if err == nil {
-					res, err = e.client.Claim(ctx(t), cand, me)
+					res, err = e.client.Claims.Claim(ctx(t), cand, me)
 				}
 				if err != nil {
 					mu.Lock()

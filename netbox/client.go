@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
 
 	nb "github.com/netbox-community/go-netbox/v4"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,15 +15,23 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
-	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 )
 
-// minVersion is the oldest NetBox the client accepts: ETag/If-Match on the
-// REST API exist from 4.6.0, and claims are only safe as conditional writes.
-var minVersion = [3]int{4, 6, 0}
-
-// Client talks to NetBox through go-netbox with the transport in transport.go.
+// Client is NetBox as the operator uses it, one part per concept, every part over one connection
+// (conn: the configuration, the go-netbox client on transport.go's chain, the metrics and the state the
+// parts share). A caller holds the Client, or only the part it needs, and names the part at each call —
+// nb.Claims.Release, nb.Gate.Degraded — so a call says which of NetBox's jobs it is. See the package doc.
 type Client struct {
+	Gate   *Gate   // availability: the startup check, the outage, /readyz (availability.go)
+	Search *Search // reads: free hosts, selectors, inventory listings (select.go, inventory.go)
+	Claims *Claims // writes: claim, release, quarantine (claim.go, release.go, quarantine.go)
+	Schema *Schema // custom fields: check, selector checks, bootstrap (check.go, schema.go, bootstrap.go)
+}
+
+// conn is what every part shares: one transport, one set of metrics, one view of NetBox's fields and
+// of who hears of our writes. Its methods are the plumbing the parts have in common (device reads and
+// PATCHes, error mapping, the gate every call passes).
+type conn struct {
 	cfg     Config
 	log     *zap.Logger
 	api     *nb.APIClient
@@ -37,7 +43,7 @@ type Client struct {
 	fieldPage  int32 // custom field list page size
 	maxPages   int   // bound on pages followed in one listing
 
-	observers writeObservers // the inventory view hears of our own writes (inventory.go)
+	observers writeObservers // the inventory view hears of our own writes (observers.go)
 	recent    recentFields   // the custom fields selector checks share (schema.go)
 	clock     clock.PassiveClock
 }
@@ -88,7 +94,7 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 	nbCfg.Servers = nb.ServerConfigurations{{URL: origin.String(), Description: "NetBox"}}
 	nbCfg.HTTPClient = httpClient
 	nbCfg.UserAgent = "o2ims-operator"
-	c := &Client{
+	c := &conn{
 		cfg:        cfg,
 		log:        logger.Named("netbox"),
 		api:        nb.NewAPIClient(nbCfg),
@@ -100,88 +106,12 @@ func New(cfg Config, logger *zap.Logger, reg prometheus.Registerer) (*Client, er
 		fieldPage:  1000,
 		maxPages:   10000,
 	}
-	m.up.setProbe(c.probeStatus)
+	schema := &Schema{conn: c}
+	gate := &Gate{conn: c, schema: schema}
+	m.up.setProbe(gate.probeStatus)
 	c.log.Info("NetBox client configured", zap.Bool("customCA", cfg.CAFile != ""),
 		zap.Bool("plainHTTP", origin.Scheme == "http"), zap.Duration("timeout", cfg.Timeout))
-	return c, nil
-}
-
-// Fields returns the fixed custom field names in use.
-func (c *Client) Fields() FieldNames { return c.cfg.Fields }
-
-// Check is the startup check: NetBox reachable with our token, version ≥ 4.6.0,
-// and the fixed custom fields present on dcim.device with the right types.
-func (c *Client) Check(ctx context.Context) error {
-	v, err := c.netboxVersion(ctx)
-	if err != nil {
-		return err
-	}
-	got, ok := parseVersion(v)
-	if !ok {
-		return &Error{Kind: KindProtocol, Op: "check", Err: fmt.Errorf("cannot read netbox-version %q", quote.Truncate(v, 40))}
-	}
-	if compareVersion(got, minVersion) < 0 {
-		return &Error{Kind: KindUnsupported, Op: "check", Err: fmt.Errorf(
-			"NetBox %d.%d.%d is older than %d.%d.%d, the first release with ETag/If-Match (needed for safe claims)",
-			got[0], got[1], got[2], minVersion[0], minVersion[1], minVersion[2])}
-	}
-	if err := c.CheckSchema(ctx, nil); err != nil {
-		return err
-	}
-	c.log.Info("NetBox check passed", zap.String("netboxVersion", fmt.Sprintf("%d.%d.%d", got[0], got[1], got[2])))
-	return nil
-}
-
-var versionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)(?:\.(\d+))?`)
-
-// parseVersion reads major.minor[.patch] and ignores suffixes such as -beta1
-// or -Docker-3.3.0. (Not apimachinery's util/version: netbox depends on no
-// k8s.io module. Not golang.org/x/mod/semver either: it reads "-Docker-3.3.0"
-// as a pre-release, so netbox-docker's "4.6.0-Docker-3.3.0" would sort below
-// the 4.6.0 it is.)
-func parseVersion(s string) ([3]int, bool) {
-	m := versionRE.FindStringSubmatch(s)
-	if m == nil {
-		return [3]int{}, false
-	}
-	var v [3]int
-	for i := 0; i < 3; i++ {
-		if m[i+1] == "" {
-			continue
-		}
-		n, err := strconv.Atoi(m[i+1])
-		if err != nil {
-			return [3]int{}, false
-		}
-		v[i] = n
-	}
-	return v, true
-}
-
-func compareVersion(a, b [3]int) int {
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
-func (c *Client) netboxVersion(ctx context.Context) (string, error) {
-	rctx := withRequestOptions(ctx, requestOptions{op: "status"})
-	res, resp, err := c.api.StatusAPI.StatusRetrieve(rctx).Execute()
-	if err != nil {
-		return "", c.toError("check", resp, err, false)
-	}
-	v, ok := res["netbox-version"].(string)
-	if !ok {
-		c.metrics.apiError("protocol")
-		return "", &Error{Kind: KindProtocol, Op: "check", Err: errors.New("/api/status/ has no netbox-version")}
-	}
-	return v, nil
+	return &Client{Gate: gate, Search: &Search{conn: c, schema: schema}, Claims: &Claims{conn: c}, Schema: schema}, nil
 }
 
 // devicePage is one page of the device list.
@@ -190,7 +120,7 @@ type devicePage struct {
 	next    *string
 }
 
-func (c *Client) listDevices(ctx context.Context, op string, filters url.Values, offset int32) (*devicePage, error) {
+func (c *conn) listDevices(ctx context.Context, op string, filters url.Values, offset int32) (*devicePage, error) {
 	rctx := withRequestOptions(ctx, requestOptions{op: "list_devices", query: filters})
 	res, resp, err := c.api.DcimAPI.DcimDevicesList(rctx).
 		Status([]string{StatusStaged}).Limit(c.devicePage).Offset(offset).Execute()
@@ -215,16 +145,7 @@ func (c *Client) listDevices(ctx context.Context, op string, filters url.Values,
 	return nil, c.toError(op, resp, err, false)
 }
 
-// GetDevice reads one device with its ETag. A missing ETag is an error: the
-// client never writes without If-Match.
-func (c *Client) GetDevice(ctx context.Context, id int32) (*Device, error) {
-	if err := c.usable("get"); err != nil {
-		return nil, err
-	}
-	return c.getDevice(ctx, "get", id)
-}
-
-func (c *Client) getDevice(ctx context.Context, op string, id int32) (*Device, error) {
+func (c *conn) getDevice(ctx context.Context, op string, id int32) (*Device, error) {
 	if id <= 0 {
 		return nil, newError(KindInvalid, op, "device id must be positive")
 	}
@@ -260,7 +181,7 @@ type devicePatch struct {
 }
 
 // patchDevice sends one conditional PATCH. It is never retried.
-func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag string, p devicePatch) (*Device, error) {
+func (c *conn) patchDevice(ctx context.Context, op string, id int32, etag string, p devicePatch) (*Device, error) {
 	if etag == "" {
 		return nil, newError(KindInvalid, op, "refusing an unconditional write: the device has no ETag (read it with GetDevice)")
 	}
@@ -284,7 +205,7 @@ func (c *Client) patchDevice(ctx context.Context, op string, id int32, etag stri
 	return d, derr
 }
 
-func (c *Client) deviceResult(op string, res *nb.DeviceWithConfigContext, resp *http.Response, err error, write bool) (*Device, error) {
+func (c *conn) deviceResult(op string, res *nb.DeviceWithConfigContext, resp *http.Response, err error, write bool) (*Device, error) {
 	var d *Device
 	switch {
 	case err == nil && res != nil:
@@ -321,7 +242,7 @@ func undecodedBody(resp *http.Response, err error) ([]byte, bool) {
 // toError maps a go-netbox result to *Error and counts protocol failures (HTTP
 // statuses, timeouts and transport failures are counted per attempt by the
 // transport). write marks a PATCH: whether it may have landed is decided here.
-func (c *Client) toError(op string, resp *http.Response, err error, write bool) *Error {
+func (c *conn) toError(op string, resp *http.Response, err error, write bool) *Error {
 	var own *Error
 	if errors.As(err, &own) { // token file problem raised inside the transport
 		cp := *own
@@ -411,7 +332,7 @@ func statusKind(code int) (Kind, bool) {
 
 // statusDetail explains an HTTP error with NetBox's "detail" (or, for a 400,
 // its field errors), cleaned; HTML error pages are not quoted.
-func (c *Client) statusDetail(code int, err error) error {
+func (c *conn) statusDetail(code int, err error) error {
 	hint := ""
 	switch code {
 	case http.StatusUnauthorized, http.StatusForbidden:
@@ -436,7 +357,7 @@ func (c *Client) statusDetail(code int, err error) error {
 
 // transportCause is the class of a transport failure (sanitize.go); what Go said, addresses included,
 // goes to the DEBUG log only (with the token masked), as the outage's other details do.
-func (c *Client) transportCause(op string, err error) string {
+func (c *conn) transportCause(op string, err error) string {
 	c.log.Debug("NetBox call failed in transport", zap.String("op", op),
 		zap.String("detail", sanitizeText(redactSecret(err.Error(), c.tokens.current()), 500)))
 	return transportCause(err)
@@ -444,6 +365,6 @@ func (c *Client) transportCause(op string, err error) string {
 
 // clean makes server- or library-provided text safe for an error: the exact
 // token, token-shaped fragments, URLs and user:password@ are masked.
-func (c *Client) clean(s string, max int) string {
+func (c *conn) clean(s string, max int) string {
 	return sanitizeMessage(redactSecret(s, c.tokens.current()), max)
 }

@@ -38,7 +38,7 @@ func replaceFile(t *testing.T, path, content string) {
 
 func TestCheckPasses(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 	assert.Equal(t, 1, e.sim.Calls("GET", netboxsim.RouteStatus))
 	assert.Equal(t, 1, e.sim.Calls("GET", netboxsim.RouteCustomFields))
 }
@@ -46,7 +46,7 @@ func TestCheckPasses(t *testing.T) {
 func TestCheckRefusesOldNetBox(t *testing.T) {
 	for _, v := range []string{"4.5.3", "4.5.10", "3.7.0", "4.6"} {
 		e := newEnv(t, withSim(netboxsim.Options{Version: v}))
-		err := e.client.Check(ctx(t))
+		err := e.client.Schema.Check(ctx(t))
 		if v == "4.6" {
 			assert.NoError(t, err, v)
 			continue
@@ -58,10 +58,10 @@ func TestCheckRefusesOldNetBox(t *testing.T) {
 	}
 	for _, v := range []string{"4.6.0-beta1", "v4.7.0", "5.0.1-Docker-3.4.0"} {
 		e := newEnv(t, withSim(netboxsim.Options{Version: v}))
-		assert.NoError(t, e.client.Check(ctx(t)), v)
+		assert.NoError(t, e.client.Schema.Check(ctx(t)), v)
 	}
 	e := newEnv(t, withSim(netboxsim.Options{Version: "next"}))
-	assert.True(t, netbox.IsKind(e.client.Check(ctx(t)), netbox.KindProtocol))
+	assert.True(t, netbox.IsKind(e.client.Schema.Check(ctx(t)), netbox.KindProtocol))
 }
 
 func TestCheckFixedFields(t *testing.T) {
@@ -106,7 +106,7 @@ func TestCheckFixedFields(t *testing.T) {
 			for _, f := range tc.fields {
 				e.sim.AddCustomField(f)
 			}
-			err := e.client.Check(ctx(t))
+			err := e.client.Schema.Check(ctx(t))
 			require.Error(t, err)
 			assert.True(t, netbox.IsKind(err, netbox.KindSchema))
 			assert.Contains(t, err.Error(), tc.want)
@@ -122,19 +122,19 @@ func TestCustomFieldsPaged(t *testing.T) {
 	for i := 0; i < 1001; i++ {
 		e.sim.AddCustomField(netboxsim.CustomField{Name: fmt.Sprintf("a_%04d", i), Type: "text"})
 	}
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 	assert.Equal(t, 2, e.sim.Calls("GET", netboxsim.RouteCustomFields))
 }
 
 func TestTokenForms(t *testing.T) {
 	for _, tok := range []string{testToken, testTokenV2} {
 		e := newEnv(t, withToken(tok))
-		require.NoError(t, e.client.Check(ctx(t)), tok[:4])
+		require.NoError(t, e.client.Schema.Check(ctx(t)), tok[:4])
 	}
 	// v2 token presented as Token: NetBox infers v2 from the prefix too, but we
 	// send Bearer; a v2 token must never be sent as a v1 one.
 	e := newEnv(t, withToken("nbt_AbCdEfGhIjKl.wrongwrongwrongwrong"))
-	err := e.client.Check(ctx(t))
+	err := e.client.Schema.Check(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindForbidden))
 	assert.Contains(t, err.Error(), `NetBox says "Invalid v2 token"`)
@@ -157,7 +157,7 @@ func TestHeadersSent(t *testing.T) {
 	dir := t.TempDir()
 	c, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: writeFile(t, dir, "t", testTokenV2), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
-	require.NoError(t, c.Check(ctx(t)))
+	require.NoError(t, c.Schema.Check(ctx(t)))
 	h := seen.Load().(http.Header)
 	assert.Equal(t, "Bearer "+testTokenV2, h.Get("Authorization"))
 	assert.Equal(t, "en-US", h.Get("Accept-Language"))
@@ -167,27 +167,27 @@ func TestHeadersSent(t *testing.T) {
 
 func TestTokenRotation(t *testing.T) {
 	e := newEnv(t)
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 
 	// NetBox side rotates: the old token is revoked.
 	newTok := "fedcba9876543210fedcba9876543210fedcba98"
 	e.sim.SetTokens(newTok)
-	err := e.client.Check(ctx(t))
+	err := e.client.Schema.Check(ctx(t))
 	require.True(t, netbox.IsKind(err, netbox.KindForbidden), "%v", err)
 	assert.NotContains(t, err.Error(), testToken)
 
 	// The mounted Secret is updated: the next call uses it, no restart.
 	replaceFile(t, e.tokenFile, newTok+"\n")
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 
 	// Rewritten in place, too.
 	e.sim.SetTokens(testTokenV2)
 	require.NoError(t, os.WriteFile(e.tokenFile, []byte(testTokenV2), 0o600))
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 
 	// A transiently unreadable file keeps the last good token.
 	require.NoError(t, os.Remove(e.tokenFile))
-	require.NoError(t, e.client.Check(ctx(t)))
+	require.NoError(t, e.client.Schema.Check(ctx(t)))
 }
 
 func TestRedirectRefused(t *testing.T) {
@@ -206,7 +206,7 @@ func TestRedirectRefused(t *testing.T) {
 	dir := t.TempDir()
 	c, err := netbox.New(netbox.Config{URL: redirector.URL, TokenFile: writeFile(t, dir, "t", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
-	err = c.Check(ctx(t))
+	err = c.Schema.Check(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindProtocol))
 	assert.Contains(t, err.Error(), "redirect")
@@ -229,13 +229,13 @@ func TestHTTPS(t *testing.T) {
 
 	c, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: tok, CAFile: ca}, nil, nil)
 	require.NoError(t, err)
-	require.NoError(t, c.Check(ctx(t)))
+	require.NoError(t, c.Schema.Check(ctx(t)))
 
 	// Without the CA the certificate is not trusted; TLS failures are not retried.
 	c, err = netbox.New(netbox.Config{URL: ts.URL, TokenFile: tok}, nil, nil)
 	require.NoError(t, err)
 	before := sim.Calls("GET", netboxsim.RouteStatus)
-	err = c.Check(ctx(t))
+	err = c.Schema.Check(ctx(t))
 	require.Error(t, err)
 	assert.True(t, netbox.IsKind(err, netbox.KindTransport))
 	assert.Contains(t, err.Error(), "TLS verification failed")
@@ -252,7 +252,7 @@ func TestGETRetriedThenSucceeds(t *testing.T) {
 	e := newEnv(t)
 	id := e.addHost("h1", nil)
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 503, Count: 2})
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	assert.Equal(t, id, d.ID)
 	assert.NotEmpty(t, d.ETag)
@@ -261,7 +261,7 @@ func TestGETRetriedThenSucceeds(t *testing.T) {
 	assert.Equal(t, 3.0, e.counter("o2ims_netbox_request_duration_seconds", map[string]string{"operation": "get_device"}))
 
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 429, Count: 1})
-	_, err = e.client.GetDevice(ctx(t), id)
+	_, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, e.counter("o2ims_netbox_api_errors_total", map[string]string{"type": "429"}))
 }
@@ -271,7 +271,7 @@ func TestGETRetryBounded(t *testing.T) {
 	id := e.addHost("h1", nil)
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 502, Count: 100,
 		Body: "<html>bad gateway</html>"})
-	_, err := e.client.GetDevice(ctx(t), id)
+	_, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.Error(t, err)
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
@@ -284,7 +284,7 @@ func TestGETRetryBounded(t *testing.T) {
 
 	// A 4xx is not retried.
 	e2 := newEnv(t)
-	_, err = e2.client.GetDevice(ctx(t), 999)
+	_, err = e2.client.Claims.GetDevice(ctx(t), 999)
 	assert.True(t, netbox.IsKind(err, netbox.KindNotFound))
 	assert.Equal(t, 1, e2.sim.Calls("GET", netboxsim.RouteDevice))
 }
@@ -293,7 +293,7 @@ func TestPerCallTimeoutAndCaller(t *testing.T) {
 	e := newEnv(t, withConfig(func(c *netbox.Config) { c.Timeout = 50 * time.Millisecond }))
 	id := e.addHost("h1", nil)
 	e.sim.SetLatency("GET", netboxsim.RouteDevice, time.Hour)
-	_, err := e.client.GetDevice(ctx(t), id)
+	_, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.Error(t, err)
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
@@ -314,7 +314,7 @@ func TestPerCallTimeoutAndCaller(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err = e2.client.GetDevice(c, id2)
+	_, err = e2.client.Claims.GetDevice(c, id2)
 	assert.True(t, netbox.IsKind(err, netbox.KindCanceled), "%v", err)
 	assert.Equal(t, 1, e2.sim.Calls("GET", netboxsim.RouteDevice))
 }
@@ -327,7 +327,7 @@ func TestTransportError(t *testing.T) {
 	c, err := netbox.New(netbox.Config{URL: url, TokenFile: writeFile(t, dir, "t", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
 	netbox.SetRetryForTest(c, 2, time.Millisecond)
-	err = c.Check(ctx(t))
+	err = c.Schema.Check(ctx(t))
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
 	assert.Equal(t, netbox.KindTransport, ne.Kind)
@@ -343,7 +343,7 @@ func TestUndecodableAnswer(t *testing.T) {
 	dir := t.TempDir()
 	c, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: writeFile(t, dir, "t", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
-	err = c.Check(ctx(t))
+	err = c.Schema.Check(ctx(t))
 	assert.True(t, netbox.IsKind(err, netbox.KindProtocol), "%v", err)
 
 	ts2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -353,7 +353,7 @@ func TestUndecodableAnswer(t *testing.T) {
 	defer ts2.Close()
 	c, err = netbox.New(netbox.Config{URL: ts2.URL, TokenFile: writeFile(t, dir, "t2", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
-	_, err = c.GetDevice(ctx(t), 1)
+	_, err = c.Claims.GetDevice(ctx(t), 1)
 	assert.True(t, netbox.IsKind(err, netbox.KindProtocol), "%v", err)
 }
 
@@ -365,16 +365,16 @@ func TestErrorsNeverContainToken(t *testing.T) {
 		echo := `{"detail": "denied for Authorization: Token ` + tok + ` and Bearer ` + tok + ` (` + tok + `)"}`
 		for _, status := range []int{400, 401, 403, 500} {
 			e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: status, Count: 10, Body: echo})
-			_, err := e.client.GetDevice(ctx(t), id)
+			_, err := e.client.Claims.GetDevice(ctx(t), id)
 			require.Error(t, err)
 			assert.NotContains(t, err.Error(), tok, "status %d", status)
 			assert.NotContains(t, err.Error(), "\n")
 			e.sim.ClearFaults()
 		}
 		e.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: 412, Body: echo})
-		d, err := e.client.GetDevice(ctx(t), id)
+		d, err := e.client.Claims.GetDevice(ctx(t), id)
 		require.NoError(t, err)
-		_, err = e.client.Claim(ctx(t), d, uid(1))
+		_, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 		if err != nil {
 			assert.NotContains(t, err.Error(), tok)
 		}
@@ -392,9 +392,9 @@ func TestTwoClientsShareARegistry(t *testing.T) {
 	c2, err := netbox.New(e.cfg, nil, e.reg)
 	require.NoError(t, err)
 	id := e.addHost("h", nil)
-	d, err := c2.GetDevice(ctx(t), id)
+	d, err := c2.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
-	_, err = c2.Claim(ctx(t), d, uid(1))
+	_, err = c2.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, e.counter("o2ims_netbox_assignment_attempts_total", map[string]string{"result": "success"}))
 }

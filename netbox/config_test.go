@@ -120,7 +120,7 @@ func TestNewFailsFast(t *testing.T) {
 
 	c, err := netbox.New(netbox.Config{URL: cfg.URL, TokenFile: tok}, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, netbox.DefaultFieldNames(), c.Fields())
+	assert.Equal(t, netbox.DefaultFieldNames(), c.Schema.Fields())
 }
 
 func TestIdentity(t *testing.T) {

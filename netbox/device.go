@@ -68,7 +68,7 @@ func ParseIdentity(s string) (int32, error) {
 	return int32(n), nil
 }
 
-func (c *Client) newDevice(id int32, name, status string, custom map[string]any) *Device {
+func (c *conn) newDevice(id int32, name, status string, custom map[string]any) *Device {
 	if custom == nil {
 		custom = map[string]any{}
 	}
@@ -97,7 +97,7 @@ func textValue(v any) (string, bool) {
 	return "", true
 }
 
-func (c *Client) deviceFromModel(m *nb.DeviceWithConfigContext) *Device {
+func (c *conn) deviceFromModel(m *nb.DeviceWithConfigContext) *Device {
 	status := ""
 	if m.Status != nil && m.Status.Value != nil {
 		status = string(*m.Status.Value)
@@ -137,7 +137,7 @@ type lenientPage[T any] struct {
 	Results []T     `json:"results"`
 }
 
-func (c *Client) deviceFromLenient(l *lenientDevice) *Device {
+func (c *conn) deviceFromLenient(l *lenientDevice) *Device {
 	name, status := "", ""
 	if l.Name != nil {
 		name = *l.Name

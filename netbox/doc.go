@@ -15,8 +15,26 @@
 // NetBox ignores filters it does not know. Errors are *Error values whose text
 // never contains the token or BMC data; logs carry counts and ids only.
 //
+// The client is one constructor (New) returning a Client: a small struct of
+// typed parts, one per job, all sharing one connection (transport, metrics,
+// the field listing, the write observers). A caller holds the Client and names
+// the part at each call, so the call says which job it does:
+//
+//   - Gate: availability — Start, Unavailability, Degraded, DownSince.
+//   - Search: reads — FindFreeHost(s), Matcher, ValidateSelector, and the
+//     ListInventory* listings the O-Cloud view refreshes from.
+//   - Claims: writes — GetDevice (the read with the ETag a write needs), Claim,
+//     Release, Quarantine, QuarantineClaimed, and ObserveWrites.
+//   - Schema: custom fields — Fields, Check (the startup check), CheckSchema,
+//     Bootstrap.
+//
+// A caller that needs one job takes that part (the inventory refresher takes
+// Client.Search as its Source). Separate parts rather than one type keep each
+// job's methods together and small (the house allows 30 a type); one
+// constructor keeps one transport and one set of metrics per NetBox.
+//
 // NetBox down degrades the operator, never stops it (availability.go): after
-// an outage at start the check (Client.Start) goes on in the background and
+// an outage at start the check (Gate.Start) goes on in the background and
 // every other call fails at once with KindUnavailable until it passes;
 // IsOutage tells a caller to wait rather than fail, Degraded is the /readyz line.
 //

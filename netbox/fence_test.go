@@ -34,14 +34,14 @@ func TestAFencedClientWritesNothing(t *testing.T) {
 	require.NoError(t, e.sim.SetCustom(claimed, "o2ims_request_uid", uid(2)))
 	e.sim.LogCalls(true)
 
-	d, err := e.client.GetDevice(ctx(t), free)
+	d, err := e.client.Claims.GetDevice(ctx(t), free)
 	require.NoError(t, err, "a read is fenced")
-	_, err = e.client.Claim(ctx(t), d, uid(1))
+	_, err = e.client.Claims.Claim(ctx(t), d, uid(1))
 	assertFenced(t, err, notLeader, "claim")
-	assertFenced(t, e.client.Quarantine(ctx(t), d, netbox.ReasonRegistrationFailed, "test"), notLeader, "quarantine")
-	_, err = e.client.Release(ctx(t), claimed, uid(2))
+	assertFenced(t, e.client.Claims.Quarantine(ctx(t), d, netbox.ReasonRegistrationFailed, "test"), notLeader, "quarantine")
+	_, err = e.client.Claims.Release(ctx(t), claimed, uid(2))
 	assertFenced(t, err, notLeader, "release")
-	_, err = e.client.QuarantineClaimed(ctx(t), claimed, uid(2), netbox.ReasonRegistrationFailed, "test")
+	_, err = e.client.Claims.QuarantineClaimed(ctx(t), claimed, uid(2), netbox.ReasonRegistrationFailed, "test")
 	assertFenced(t, err, notLeader, "quarantine of a claimed host")
 
 	for _, c := range e.sim.CallLog() {
@@ -54,7 +54,7 @@ func TestAFencedClientWritesNothing(t *testing.T) {
 	assert.Equal(t, uid(2), got.Custom["o2ims_request_uid"])
 
 	refuse.Store(false)
-	res, err := e.client.Claim(ctx(t), d, uid(1))
+	res, err := e.client.Claims.Claim(ctx(t), d, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Claimed, res)
 	assert.Len(t, e.sim.PatchLog(), 1)

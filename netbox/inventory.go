@@ -2,9 +2,7 @@ package netbox
 
 import (
 	"context"
-	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
 	nb "github.com/netbox-community/go-netbox/v4"
@@ -62,12 +60,12 @@ const inventoryPage = 1000
 // ListInventoryDevices lists devices page by page in id order: with poolOnly, those whose pool flag is
 // true (a full listing); otherwise every device changed at or after since (a device that left the pool
 // must be seen too, to drop it). A zero since lists regardless of time.
-func (c *Client) ListInventoryDevices(ctx context.Context, since time.Time, poolOnly bool) ([]InventoryDevice, error) {
+func (c *Search) ListInventoryDevices(ctx context.Context, since time.Time, poolOnly bool) ([]InventoryDevice, error) {
 	q := url.Values{"ordering": {"id"}}
 	if poolOnly {
 		q.Set("cf_"+c.cfg.Fields.Managed, "true")
 	}
-	return listPages(c, "device", func(offset int32) ([]InventoryDevice, *string, error) {
+	return listPages(c.conn, "device", func(offset int32) ([]InventoryDevice, *string, error) {
 		rctx := withRequestOptions(ctx, requestOptions{op: "list_inventory_devices", query: q})
 		req := c.api.DcimAPI.DcimDevicesList(rctx).Limit(inventoryPage).Offset(offset)
 		if !since.IsZero() {
@@ -94,8 +92,8 @@ func (c *Client) ListInventoryDevices(ctx context.Context, since time.Time, pool
 }
 
 // ListInventorySites lists the sites changed at or after since (every site when since is zero).
-func (c *Client) ListInventorySites(ctx context.Context, since time.Time) ([]InventorySite, error) {
-	return listPages(c, "site", func(offset int32) ([]InventorySite, *string, error) {
+func (c *Search) ListInventorySites(ctx context.Context, since time.Time) ([]InventorySite, error) {
+	return listPages(c.conn, "site", func(offset int32) ([]InventorySite, *string, error) {
 		rctx := withRequestOptions(ctx, requestOptions{op: "list_sites", query: url.Values{"ordering": {"id"}}})
 		req := c.api.DcimAPI.DcimSitesList(rctx).Limit(inventoryPage).Offset(offset)
 		if !since.IsZero() {
@@ -118,8 +116,8 @@ func (c *Client) ListInventorySites(ctx context.Context, since time.Time) ([]Inv
 }
 
 // ListInventoryDeviceTypes lists the device types changed at or after since (all when since is zero).
-func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) ([]InventoryDeviceType, error) {
-	return listPages(c, "device type", func(offset int32) ([]InventoryDeviceType, *string, error) {
+func (c *Search) ListInventoryDeviceTypes(ctx context.Context, since time.Time) ([]InventoryDeviceType, error) {
+	return listPages(c.conn, "device type", func(offset int32) ([]InventoryDeviceType, *string, error) {
 		rctx := withRequestOptions(ctx, requestOptions{op: "list_device_types", query: url.Values{"ordering": {"id"}}})
 		req := c.api.DcimAPI.DcimDeviceTypesList(rctx).Limit(inventoryPage).Offset(offset)
 		if !since.IsZero() {
@@ -143,7 +141,7 @@ func (c *Client) ListInventoryDeviceTypes(ctx context.Context, since time.Time) 
 // listPages follows NetBox's offset paging of one inventory listing: page(offset) returns a page's rows
 // and its next link (nil on the last page). A next link that does not advance, or more than maxPages
 // pages, is a protocol error: the listing would never end.
-func listPages[T any](c *Client, what string, page func(offset int32) ([]T, *string, error)) ([]T, error) {
+func listPages[T any](c *conn, what string, page func(offset int32) ([]T, *string, error)) ([]T, error) {
 	if err := c.usable("inventory"); err != nil {
 		return nil, err
 	}
@@ -175,7 +173,7 @@ func nullTime(t nb.NullableTime) time.Time {
 }
 
 // capabilities drops the fixed fields (pool flag, owner, BMC address, boot MAC) from the custom fields.
-func (c *Client) capabilities(custom map[string]any) map[string]any {
+func (c *conn) capabilities(custom map[string]any) map[string]any {
 	f := c.cfg.Fields
 	out := make(map[string]any, len(custom))
 	for k, v := range custom {
@@ -193,7 +191,7 @@ func (c *Client) capabilities(custom map[string]any) map[string]any {
 	return out
 }
 
-func (c *Client) inventoryDevice(m *nb.DeviceWithConfigContext) InventoryDevice {
+func (c *conn) inventoryDevice(m *nb.DeviceWithConfigContext) InventoryDevice {
 	base := c.deviceFromModel(m)
 	d := InventoryDevice{
 		ID: base.ID, Name: base.Name, Status: base.Status, Managed: base.Managed, Capabilities: c.capabilities(base.Custom),
@@ -247,7 +245,7 @@ type lenientInventoryDevice struct {
 	LastUpdated *time.Time              `json:"last_updated"`
 }
 
-func (c *Client) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevice {
+func (c *conn) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevice {
 	base := c.deviceFromLenient(&l.lenientDevice)
 	d := InventoryDevice{
 		ID: base.ID, Name: base.Name, Status: base.Status, Managed: base.Managed, Capabilities: c.capabilities(base.Custom),
@@ -267,61 +265,4 @@ func (c *Client) inventoryDeviceLenient(l *lenientInventoryDevice) InventoryDevi
 		d.Tags = append(d.Tags, t.Name)
 	}
 	return d
-}
-
-// WriteObserver hears about every device write the client made that NetBox confirmed (a claim, a
-// release, a quarantine), and every device read by id (GetDevice: a claim's read that finds a host
-// taken corrects the view at once): dev is the device as NetBox answered, or nil when that answer
-// could not be read beyond its id. It runs on the caller's goroutine and must not block.
-type WriteObserver func(id int32, dev *InventoryDevice)
-
-type writeObservers struct {
-	mu  sync.Mutex
-	fns []WriteObserver
-}
-
-// ObserveWrites adds fn to the observers of confirmed device writes and reads by id, and of a device
-// NetBox answered 404 for (dev.Deleted).
-func (c *Client) ObserveWrites(fn WriteObserver) {
-	c.observers.mu.Lock()
-	defer c.observers.mu.Unlock()
-	c.observers.fns = append(c.observers.fns, fn)
-}
-
-// deleted tells the observers that NetBox no longer has device id (a read or write by id met 404): a
-// view drops it now rather than at its next full listing, and nobody chooses it again meanwhile.
-func (c *Client) deleted(id int32) {
-	c.observers.mu.Lock()
-	fns := c.observers.fns
-	c.observers.mu.Unlock()
-	for _, fn := range fns {
-		fn(id, &InventoryDevice{ID: id, Deleted: true})
-	}
-}
-
-// written tells the observers about a confirmed write (called by patchDevice).
-func (c *Client) written(id int32, res *nb.DeviceWithConfigContext, resp *http.Response, err error) {
-	c.observers.mu.Lock()
-	fns := c.observers.fns
-	c.observers.mu.Unlock()
-	if len(fns) == 0 {
-		return
-	}
-	var dev *InventoryDevice
-	switch {
-	case err == nil && res != nil:
-		d := c.inventoryDevice(res)
-		dev = &d
-	default:
-		if body, ok := undecodedBody(resp, err); ok {
-			var l lenientInventoryDevice
-			if decodeLenient(body, &l) == nil && l.ID == id {
-				d := c.inventoryDeviceLenient(&l)
-				dev = &d
-			}
-		}
-	}
-	for _, fn := range fns {
-		fn(id, dev)
-	}
 }

@@ -27,25 +27,25 @@ func TestNetBoxUpFollowsTheLastAttempt(t *testing.T) {
 	require.True(t, found, "o2ims_netbox_up exists before the first call")
 	assert.Zero(t, v)
 
-	_, err := e.client.GetDevice(ctx(t), id)
+	_, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	v, _ = e.up()
 	assert.Equal(t, 1.0, v, "answered")
 
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 503, Count: 100})
-	_, err = e.client.GetDevice(ctx(t), id)
+	_, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.Error(t, err)
 	v, _ = e.up()
 	assert.Zero(t, v, "5xx")
 
 	e.sim.ClearFaults()
-	_, err = e.client.GetDevice(ctx(t), 9999) // a 404 is an answer of a working NetBox
+	_, err = e.client.Claims.GetDevice(ctx(t), 9999) // a 404 is an answer of a working NetBox
 	require.Error(t, err)
 	v, _ = e.up()
 	assert.Equal(t, 1.0, v, "a 404 is an answer")
 
 	e.sim.Close()
-	_, err = e.client.GetDevice(ctx(t), id)
+	_, err = e.client.Claims.GetDevice(ctx(t), id)
 	require.Error(t, err)
 	v, _ = e.up()
 	assert.Zero(t, v, "nothing listens")
@@ -58,7 +58,7 @@ func TestNetBoxUpRecoversThroughTheScrapeProbe(t *testing.T) {
 	id := e.addHost("h1", nil)
 	netbox.SetDownProbeIntervalForTest(e.client, 0)
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevice, Status: 503, Count: 100})
-	_, err := e.client.GetDevice(ctx(t), id)
+	_, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.Error(t, err)
 	e.sim.ClearFaults()
 	before := e.sim.Calls("GET", netboxsim.RouteStatus)

@@ -54,7 +54,7 @@ const maxChangelog = 200
 // for outages. A device that is no longer free, or changed since the read
 // (412), is left alone: KindPrecondition, reselect. On success *d is refreshed.
 // An administrator fixes the data and sets the device staged again.
-func (c *Client) Quarantine(ctx context.Context, d *Device, reason QuarantineReason, message string) error {
+func (c *Claims) Quarantine(ctx context.Context, d *Device, reason QuarantineReason, message string) error {
 	if !reason.Valid() {
 		return newError(KindInvalid, "quarantine", "unknown quarantine reason %q", quote.Truncate(string(reason), 40))
 	}
@@ -94,7 +94,7 @@ const (
 // refused the credentials, or could not be registered for long enough). It is one write, never a release followed by a quarantine: in between,
 // another request could claim the defective device. A 412 re-reads and re-checks (bounded); a device no
 // longer ours is left alone. Timeout/5xx: error with MayHaveLanded, not replayed; the next call re-reads.
-func (c *Client) QuarantineClaimed(ctx context.Context, id int32, requestUID string, reason QuarantineReason, message string) (QuarantineResult, error) {
+func (c *Claims) QuarantineClaimed(ctx context.Context, id int32, requestUID string, reason QuarantineReason, message string) (QuarantineResult, error) {
 	if !reason.Valid() {
 		return "", newError(KindInvalid, "quarantine", "unknown quarantine reason %q", quote.Truncate(string(reason), 40))
 	}

@@ -79,7 +79,7 @@ func TestQuarantine(t *testing.T) {
 	e := newEnv(t)
 	id := e.sim.AddDevice(netboxsim.Device{Custom: map[string]any{
 		"o2ims_managed": true, "o2ims_bmc_address": "https://root:calvin@10.0.0.1", "o2ims_boot_mac": "52:54:00:12:34:56"}})
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	reason, msg, bad := d.BMCDataProblem()
 	require.True(t, bad)
@@ -87,7 +87,7 @@ func TestQuarantine(t *testing.T) {
 
 	// The caller's message quotes the address by mistake; it is scrubbed.
 	long := msg + " (was " + d.BMCAddress + ") " + strings.Repeat("é", 300)
-	require.NoError(t, e.client.Quarantine(ctx(t), d, reason, long))
+	require.NoError(t, e.client.Claims.Quarantine(ctx(t), d, reason, long))
 	assert.Equal(t, netbox.StatusFailed, d.Status)
 
 	got, _ := e.sim.Device(id)
@@ -115,27 +115,27 @@ func TestQuarantine(t *testing.T) {
 func TestQuarantineOnlyFreeDevices(t *testing.T) {
 	e := newEnv(t)
 	owned := e.sim.AddDevice(netboxsim.Device{Status: "active", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(1)}})
-	d, err := e.client.GetDevice(ctx(t), owned)
+	d, err := e.client.Claims.GetDevice(ctx(t), owned)
 	require.NoError(t, err)
-	err = e.client.Quarantine(ctx(t), d, netbox.ReasonCredentialsMissing, "no Secret")
+	err = e.client.Claims.Quarantine(ctx(t), d, netbox.ReasonCredentialsMissing, "no Secret")
 	assert.True(t, netbox.IsKind(err, netbox.KindPrecondition))
 	assert.Empty(t, e.sim.PatchLog())
 
 	// Claimed by someone between our read and our write: 412, left alone.
 	free := e.addHost("h", nil)
-	d, err = e.client.GetDevice(ctx(t), free)
+	d, err = e.client.Claims.GetDevice(ctx(t), free)
 	require.NoError(t, err)
 	e.sim.SetPatchHook(func(id int32) {
 		_ = e.sim.SetCustom(id, "o2ims_request_uid", uid(2))
 		_ = e.sim.SetStatus(id, "active")
 	})
-	err = e.client.Quarantine(ctx(t), d, netbox.ReasonCredentialsAmbiguous, "two Secrets")
+	err = e.client.Claims.Quarantine(ctx(t), d, netbox.ReasonCredentialsAmbiguous, "two Secrets")
 	assert.True(t, netbox.IsKind(err, netbox.KindPrecondition), "%v", err)
 	got, _ := e.sim.Device(free)
 	assert.Equal(t, "active", got.Status)
 	assert.Zero(t, e.counter("o2ims_netbox_quarantines_total", map[string]string{"reason": "credentials-ambiguous"}))
 
-	err = e.client.Quarantine(ctx(t), d, "flaky-network", "x")
+	err = e.client.Claims.Quarantine(ctx(t), d, "flaky-network", "x")
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
 }
 
@@ -144,7 +144,7 @@ func TestQuarantineOnlyFreeDevices(t *testing.T) {
 func TestQuarantineClaimed(t *testing.T) {
 	e := newEnv(t)
 	id := e.sim.AddDevice(netboxsim.Device{Status: "active", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(1)}})
-	res, err := e.client.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused,
+	res, err := e.client.Claims.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused,
 		"registration error: Failed to get power state for https://root:calvin@10.0.0.1/redfish")
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Quarantined, res)
@@ -161,17 +161,17 @@ func TestQuarantineClaimed(t *testing.T) {
 	assert.Equal(t, 1.0, e.counter("o2ims_netbox_quarantines_total", map[string]string{"reason": "credentials-refused"}))
 
 	// Again (our write landed unanswered): no longer ours, left alone.
-	res, err = e.client.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused, "x")
+	res, err = e.client.Claims.QuarantineClaimed(ctx(t), id, uid(1), netbox.ReasonCredentialsRefused, "x")
 	require.NoError(t, err)
 	assert.Equal(t, netbox.NotOwned, res)
 	other := e.sim.AddDevice(netboxsim.Device{Status: "active", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": uid(2)}})
-	res, err = e.client.QuarantineClaimed(ctx(t), other, uid(1), netbox.ReasonCredentialsRefused, "x")
+	res, err = e.client.Claims.QuarantineClaimed(ctx(t), other, uid(1), netbox.ReasonCredentialsRefused, "x")
 	require.NoError(t, err)
 	assert.Equal(t, netbox.NotOwned, res)
 	got, _ = e.sim.Device(other)
 	assert.Equal(t, "active", got.Status)
 	assert.Len(t, e.sim.PatchLog(), 1, "nothing else written")
-	res, err = e.client.QuarantineClaimed(ctx(t), 999, uid(1), netbox.ReasonCredentialsRefused, "x")
+	res, err = e.client.Claims.QuarantineClaimed(ctx(t), 999, uid(1), netbox.ReasonCredentialsRefused, "x")
 	require.NoError(t, err)
 	assert.Equal(t, netbox.DeviceGone, res)
 }

@@ -92,10 +92,10 @@ func (r *reachability) Collect(ch chan<- prometheus.Metric) {
 }
 
 // probeStatus is the recovery probe: one status read, bounded like a call with its retries.
-func (c *Client) probeStatus() {
+func (c *Gate) probeStatus() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*c.cfg.Timeout)
 	defer cancel()
-	if _, err := c.netboxVersion(ctx); err != nil {
+	if _, err := c.schema.netboxVersion(ctx); err != nil {
 		c.log.Debug("NetBox still unreachable", zap.Error(err))
 		return
 	}

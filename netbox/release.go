@@ -25,7 +25,7 @@ const maxReleaseRounds = 3
 // re-checks (bounded). An admin's decision is kept: when the device is not
 // active/staged (say, failed) or left the pool, only the owner is cleared.
 // Timeout/5xx: error with MayHaveLanded, not replayed; the next call re-reads.
-func (c *Client) Release(ctx context.Context, id int32, requestUID string) (ReleaseResult, error) {
+func (c *Claims) Release(ctx context.Context, id int32, requestUID string) (ReleaseResult, error) {
 	if err := checkUID("release", requestUID); err != nil {
 		return "", err
 	}

@@ -19,7 +19,7 @@ func claimed(e *env, owner string) int32 {
 func TestRelease(t *testing.T) {
 	e := newEnv(t)
 	id := claimed(e, uid(1))
-	res, err := e.client.Release(ctx(t), id, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Released, res)
 	got, _ := e.sim.Device(id)
@@ -31,13 +31,13 @@ func TestRelease(t *testing.T) {
 	assert.NotEmpty(t, log[0].IfMatch)
 
 	// Idempotent.
-	res, err = e.client.Release(ctx(t), id, uid(1))
+	res, err = e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.AlreadyFree, res)
 	assert.Len(t, e.sim.PatchLog(), 1)
 
 	// Back in the pool.
-	d, err := e.client.FindFreeHost(ctx(t), nil, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, id, d.ID)
 }
@@ -45,21 +45,21 @@ func TestRelease(t *testing.T) {
 func TestReleaseNeverTouchesOthers(t *testing.T) {
 	e := newEnv(t)
 	other := claimed(e, uid(2))
-	res, err := e.client.Release(ctx(t), other, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), other, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.NotOurs, res)
 
 	quarantined := e.sim.AddDevice(netboxsim.Device{Status: "failed", Custom: map[string]any{"o2ims_managed": true}})
-	res, err = e.client.Release(ctx(t), quarantined, uid(1))
+	res, err = e.client.Claims.Release(ctx(t), quarantined, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.NotOurs, res)
 	assert.Empty(t, e.sim.PatchLog())
 
-	res, err = e.client.Release(ctx(t), 4242, uid(1))
+	res, err = e.client.Claims.Release(ctx(t), 4242, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Gone, res)
 
-	_, err = e.client.Release(ctx(t), other, "")
+	_, err = e.client.Claims.Release(ctx(t), other, "")
 	assert.True(t, netbox.IsKind(err, netbox.KindInvalid))
 }
 
@@ -69,7 +69,7 @@ func TestReleaseKeepsAdminStatus(t *testing.T) {
 	e := newEnv(t)
 	id := claimed(e, uid(1))
 	require.NoError(t, e.sim.SetStatus(id, "failed"))
-	res, err := e.client.Release(ctx(t), id, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Released, res)
 	got, _ := e.sim.Device(id)
@@ -86,7 +86,7 @@ func TestReleasePreconditionRecheck(t *testing.T) {
 		e.sim.SetPatchHook(nil)
 		_ = e.sim.SetCustom(id, "o2ims_request_uid", uid(2))
 	})
-	res, err := e.client.Release(ctx(t), id, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.NotOurs, res)
 	got, _ := e.sim.Device(id)
@@ -99,7 +99,7 @@ func TestReleasePreconditionRecheck(t *testing.T) {
 		e.sim.SetPatchHook(nil)
 		_ = e.sim.SetCustom(id, "o2ims_boot_mac", "52:54:00:00:00:01")
 	})
-	res, err = e.client.Release(ctx(t), id2, uid(1))
+	res, err = e.client.Claims.Release(ctx(t), id2, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Released, res)
 
@@ -107,7 +107,7 @@ func TestReleasePreconditionRecheck(t *testing.T) {
 	id3 := claimed(e, uid(1))
 	n := 0
 	e.sim.SetPatchHook(func(id int32) { n++; _ = e.sim.SetCustom(id, "o2ims_boot_mac", "52:54:00:00:00:02") })
-	_, err = e.client.Release(ctx(t), id3, uid(1))
+	_, err = e.client.Claims.Release(ctx(t), id3, uid(1))
 	assert.True(t, netbox.IsKind(err, netbox.KindPrecondition), "%v", err)
 	assert.Contains(t, err.Error(), "kept changing")
 	assert.Equal(t, 3, n)
@@ -117,17 +117,17 @@ func TestReleaseLostAnswer(t *testing.T) {
 	e := newEnv(t)
 	id := claimed(e, uid(1))
 	e.sim.InjectFault(netboxsim.Fault{Method: "PATCH", Route: netboxsim.RouteDevice, Status: 504})
-	_, err := e.client.Release(ctx(t), id, uid(1))
+	_, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	var ne *netbox.Error
 	require.True(t, errors.As(err, &ne))
 	assert.True(t, ne.MayHaveLanded)
 	assert.Equal(t, 1, e.sim.Calls("PATCH", netboxsim.RouteDevice))
 
 	e.sim.DropPatchAnswers(1)
-	_, err = e.client.Release(ctx(t), id, uid(1))
+	_, err = e.client.Claims.Release(ctx(t), id, uid(1))
 	require.True(t, errors.As(err, &ne))
 	assert.True(t, ne.MayHaveLanded)
-	res, err := e.client.Release(ctx(t), id, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.AlreadyFree, res, "the next pass reads the outcome")
 }
@@ -138,11 +138,11 @@ func TestReleaseCustomStatusTolerantDecode(t *testing.T) {
 	e := newEnv(t, withSim(netboxsim.Options{ExtraStatuses: []string{"racked"}}))
 	id := claimed(e, uid(1))
 	require.NoError(t, e.sim.SetStatus(id, "racked"))
-	d, err := e.client.GetDevice(ctx(t), id)
+	d, err := e.client.Claims.GetDevice(ctx(t), id)
 	require.NoError(t, err)
 	assert.Equal(t, "racked", d.Status)
 	assert.NotEmpty(t, d.ETag)
-	res, err := e.client.Release(ctx(t), id, uid(1))
+	res, err := e.client.Claims.Release(ctx(t), id, uid(1))
 	require.NoError(t, err)
 	assert.Equal(t, netbox.Released, res)
 	got, _ := e.sim.Device(id)

@@ -79,11 +79,18 @@ var selectorTypes = map[string]selector.Kind{
 	"boolean": selector.KindBool,
 }
 
+// Schema is the client's part for NetBox's custom fields: the startup check (version and the fixed
+// fields, check.go), the selector checks the search asks for, and Bootstrap (bootstrap.go).
+type Schema struct{ *conn }
+
+// Fields returns the fixed custom field names in use.
+func (c *Schema) Fields() FieldNames { return c.cfg.Fields }
+
 // CheckSchema reads all custom fields on dcim.device and checks the fixed
 // fields and every selector key: the field exists, is on dcim.device, has a
 // supported type matching the value, and filter_logic exact. Any problem is a
 // KindSchema error – a configuration error, never "no capacity".
-func (c *Client) CheckSchema(ctx context.Context, sel Selector) error {
+func (c *Schema) CheckSchema(ctx context.Context, sel Selector) error {
 	norm, err := normalizeSelector(sel, c.cfg.Fields)
 	if err != nil {
 		return err
@@ -91,7 +98,7 @@ func (c *Client) CheckSchema(ctx context.Context, sel Selector) error {
 	return c.checkSchema(ctx, norm)
 }
 
-func (c *Client) checkSchema(ctx context.Context, sel map[string]selector.Value) error {
+func (c *Schema) checkSchema(ctx context.Context, sel map[string]selector.Value) error {
 	fields, err := c.listCustomFields(ctx)
 	if err != nil {
 		return err
@@ -118,7 +125,7 @@ type recentFields struct {
 const failedReuse = 5 * time.Second
 
 // checkSchemaRecent is checkSchema on a listing at most schemaReuse old.
-func (c *Client) checkSchemaRecent(ctx context.Context, sel map[string]selector.Value) error {
+func (c *Schema) checkSchemaRecent(ctx context.Context, sel map[string]selector.Value) error {
 	r := &c.recent
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,7 +144,7 @@ func (c *Client) checkSchemaRecent(ctx context.Context, sel map[string]selector.
 }
 
 // fieldProblems checks the fixed fields and the selector's keys against the custom fields.
-func (c *Client) fieldProblems(fields map[string]fieldInfo, sel map[string]selector.Value) error {
+func (c *Schema) fieldProblems(fields map[string]fieldInfo, sel map[string]selector.Value) error {
 	var problems []string
 	for _, spec := range fixedFields(c.cfg.Fields) {
 		f, ok := fields[spec.name]
@@ -170,7 +177,7 @@ func (c *Client) fieldProblems(fields map[string]fieldInfo, sel map[string]selec
 
 // listCustomFields reads every page of the custom fields on dcim.device, or, given names, of the
 // fields of those names on any object type.
-func (c *Client) listCustomFields(ctx context.Context, names ...string) (map[string]fieldInfo, error) {
+func (c *Schema) listCustomFields(ctx context.Context, names ...string) (map[string]fieldInfo, error) {
 	out := map[string]fieldInfo{}
 	offset := int32(0)
 	for page := 0; ; page++ {
@@ -195,7 +202,7 @@ func (c *Client) listCustomFields(ctx context.Context, names ...string) (map[str
 	}
 }
 
-func (c *Client) customFieldPage(ctx context.Context, offset int32, names []string) ([]fieldInfo, *string, error) {
+func (c *Schema) customFieldPage(ctx context.Context, offset int32, names []string) ([]fieldInfo, *string, error) {
 	rctx := withRequestOptions(ctx, requestOptions{op: "list_custom_fields"})
 	req := c.api.ExtrasAPI.ExtrasCustomFieldsList(rctx).Limit(c.fieldPage).Offset(offset)
 	if len(names) > 0 {

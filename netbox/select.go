@@ -9,13 +9,21 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/netbox/selector"
 )
 
+// Search is the client's reading part: the free-host search and selector matching the host step uses,
+// and the inventory listings the O-Cloud view refreshes from (inventory.go). A search checks its
+// selector against the schema first, hence the schema it holds.
+type Search struct {
+	*conn
+	schema *Schema
+}
+
 // FindFreeHost returns a free pool device matching sel, skipping the ids in
 // skip (candidates the caller already lost). It checks the schema first, then
 // lists staged, unowned pool devices filtered by the selector page by page and
 // re-checks every row client-side, because NetBox silently ignores a filter it
 // does not know. The device has no ETag: read it with GetDevice before Claim.
 // ErrNoFreeHost (errors.Is) when nothing matches.
-func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]bool) (*Device, error) {
+func (c *Search) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]bool) (*Device, error) {
 	found, err := c.FindFreeHosts(ctx, sel, skip, 1)
 	if err != nil {
 		return nil, err
@@ -29,7 +37,7 @@ func (c *Client) FindFreeHost(ctx context.Context, sel Selector, skip map[int32]
 // FindFreeHosts is FindFreeHost for up to n devices from one schema check and
 // one listing: a role asking for n hosts costs two calls, not 2n. Fewer than n
 // (possibly none) is not an error: the caller reports how many are missing.
-func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32]bool, n int) ([]*Device, error) {
+func (c *Search) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32]bool, n int) ([]*Device, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -40,7 +48,7 @@ func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkSchema(ctx, norm); err != nil {
+	if err := c.schema.checkSchema(ctx, norm); err != nil {
 		return nil, err
 	}
 	filters := c.deviceFilters(norm)
@@ -84,12 +92,12 @@ func (c *Client) FindFreeHosts(ctx context.Context, sel Selector, skip map[int32
 
 // deviceFilters: pool flag true, owner empty, one exact filter per selector key
 // (selector.Filters). status=staged is set through go-netbox's own builder.
-func (c *Client) deviceFilters(sel map[string]selector.Value) url.Values {
+func (c *Search) deviceFilters(sel map[string]selector.Value) url.Values {
 	return selector.Filters(c.cfg.Fields.Managed, c.cfg.Fields.RequestUID, sel)
 }
 
 // candidate is the client-side re-check of a listed row.
-func (c *Client) candidate(d *Device, sel map[string]selector.Value) bool {
+func (c *Search) candidate(d *Device, sel map[string]selector.Value) bool {
 	if !d.Free() {
 		return false
 	}
@@ -101,7 +109,7 @@ func (c *Client) candidate(d *Device, sel map[string]selector.Value) bool {
 	return true
 }
 
-func (c *Client) logSearch(scanned, rejected, skipped int, found int32) {
+func (c *Search) logSearch(scanned, rejected, skipped int, found int32) {
 	fields := []zap.Field{zap.Int("scanned", scanned), zap.Int("skipped", skipped), zap.Int32("deviceID", found)}
 	if rejected > 0 {
 		// NetBox returned rows its filters should have excluded: a filter was ignored.
@@ -118,7 +126,7 @@ func (c *Client) logSearch(scanned, rejected, skipped int, found int32) {
 // call), so a selector naming no field fails with the same error instead of matching nothing for
 // ever (on a listing of the fields at most schemaReuse old, shared by all checks); without, it is only
 // normalised (a selector already checked).
-func (c *Client) Matcher(ctx context.Context, sel Selector, check bool) (func(*InventoryDevice) bool, error) {
+func (c *Search) Matcher(ctx context.Context, sel Selector, check bool) (func(*InventoryDevice) bool, error) {
 	norm, err := normalizeSelector(sel, c.cfg.Fields)
 	if err != nil {
 		return nil, err
@@ -127,7 +135,7 @@ func (c *Client) Matcher(ctx context.Context, sel Selector, check bool) (func(*I
 		if err := c.usable("find"); err != nil {
 			return nil, err
 		}
-		if err := c.checkSchemaRecent(ctx, norm); err != nil {
+		if err := c.schema.checkSchemaRecent(ctx, norm); err != nil {
 			return nil, err
 		}
 	}

@@ -31,7 +31,7 @@ func TestFindFreeHostMatchesSelector(t *testing.T) {
 	want := e.addHost("match", map[string]any{"cpu_cores": 16, "gpu_model": "a100", "sriov": true})
 
 	// JSON-decoded template parameters give numbers as float64.
-	d, err := e.client.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": float64(16), "gpu_model": "a100", "sriov": true}, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": float64(16), "gpu_model": "a100", "sriov": true}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 	assert.Equal(t, "match", d.Name)
@@ -39,17 +39,17 @@ func TestFindFreeHostMatchesSelector(t *testing.T) {
 	assert.Empty(t, d.ETag, "a listed row has no ETag; GetDevice before Claim")
 	assert.Equal(t, "52:54:00:12:34:56", d.BootMAC)
 
-	_, err = e.client.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": 64}, nil)
+	_, err = e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": 64}, nil)
 	assert.ErrorIs(t, err, netbox.ErrNoFreeHost)
 	assert.False(t, netbox.IsKind(err, netbox.KindSchema))
 
 	// An empty selector takes any free pool host.
-	d, err = e.client.FindFreeHost(ctx(t), nil, nil)
+	d, err = e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	require.NoError(t, err)
 	assert.True(t, d.Free())
 
 	// skip excludes candidates the caller already lost.
-	_, err = e.client.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": 16}, map[int32]bool{want: true})
+	_, err = e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"cpu_cores": 16}, map[int32]bool{want: true})
 	assert.ErrorIs(t, err, netbox.ErrNoFreeHost)
 }
 
@@ -81,7 +81,7 @@ func TestFindFreeHostQueryAndEscaping(t *testing.T) {
 	c, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: writeFile(t, t.TempDir(), "t", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
 
-	d, err := c.FindFreeHost(ctx(t), netbox.Selector{"label": label, "zone": zone, "cores": int64(-3)}, nil)
+	d, err := c.Search.FindFreeHost(ctx(t), netbox.Selector{"label": label, "zone": zone, "cores": int64(-3)}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "1", d.Name)
 	require.Len(t, queries, 1)
@@ -95,7 +95,7 @@ func TestFindFreeHostQueryAndEscaping(t *testing.T) {
 	assert.Equal(t, []string{"100"}, q["limit"])
 	assert.Equal(t, []string{"0"}, q["offset"])
 
-	enc, err := c.DeviceFiltersForTest(netbox.Selector{"label": label})
+	enc, err := c.Search.DeviceFiltersForTest(netbox.Selector{"label": label})
 	require.NoError(t, err)
 	assert.Contains(t, enc, "cf_label=a%26b+c%3Dd%2Be%23f%3Fg")
 }
@@ -126,7 +126,7 @@ func TestFindFreeHostSchemaErrorsAreNotNoCapacity(t *testing.T) {
 		{netbox.Selector{"Bad-Key": 1}, `selector key "Bad-Key" is not a NetBox custom field name`},
 	}
 	for _, tc := range cases {
-		d, err := e.client.FindFreeHost(ctx(t), tc.sel, nil)
+		d, err := e.client.Search.FindFreeHost(ctx(t), tc.sel, nil)
 		require.Error(t, err, "%v", tc.sel)
 		assert.Nil(t, d)
 		assert.False(t, errors.Is(err, netbox.ErrNoFreeHost), "%v", tc.sel)
@@ -134,13 +134,13 @@ func TestFindFreeHostSchemaErrorsAreNotNoCapacity(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 	// Several problems, one line.
-	err := e.client.CheckSchema(ctx(t), netbox.Selector{"nonexistent": "x", "cpu_cores": "16"})
+	err := e.client.Schema.CheckSchema(ctx(t), netbox.Selector{"nonexistent": "x", "cpu_cores": "16"})
 	assert.Contains(t, err.Error(), "selector key cpu_cores: field is integer, value is a string; selector key nonexistent")
 	assert.Zero(t, e.sim.Calls("GET", netboxsim.RouteDevices), "no device search on a schema error")
 
 	// Fixed field removed after startup: still a schema error, not "no capacity".
 	e.sim.RemoveCustomField("o2ims_boot_mac")
-	_, err = e.client.FindFreeHost(ctx(t), nil, nil)
+	_, err = e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	assert.True(t, netbox.IsKind(err, netbox.KindSchema))
 }
 
@@ -160,7 +160,7 @@ func TestFindFreeHostRechecksIgnoredFilters(t *testing.T) {
 	e.sim.AddDevice(netboxsim.Device{Name: "numeric-owner", Custom: map[string]any{"o2ims_managed": true, "o2ims_request_uid": 0, "gpu_model": "a100"}})
 	want := e.addHost("a100", map[string]any{"gpu_model": "a100"})
 
-	d, err := e.client.FindFreeHost(ctx(t), netbox.Selector{"gpu_model": "a100"}, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"gpu_model": "a100"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 	warn := e.logs.FilterMessageSnippet("do not match the filters").All()
@@ -176,12 +176,12 @@ func TestFindFreeHostPaging(t *testing.T) {
 		e.addHost(fmt.Sprintf("h%03d", i), map[string]any{"rack": "r1"})
 	}
 	want := e.addHost("last", map[string]any{"rack": "r2"})
-	d, err := e.client.FindFreeHost(ctx(t), netbox.Selector{"rack": "r2"}, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"rack": "r2"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 	assert.Equal(t, 3, e.sim.Calls("GET", netboxsim.RouteDevices))
 
-	_, err = e.client.FindFreeHost(ctx(t), netbox.Selector{"rack": "r3"}, nil)
+	_, err = e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"rack": "r3"}, nil)
 	assert.ErrorIs(t, err, netbox.ErrNoFreeHost)
 	assert.Equal(t, 6, e.sim.Calls("GET", netboxsim.RouteDevices))
 }
@@ -190,7 +190,7 @@ func TestFindFreeHostNetBox47SelectObjects(t *testing.T) {
 	e := newEnv(t, withSim(netboxsim.Options{SelectAsObject: true}))
 	e.addCapability("gpu_model", "select", "a100")
 	want := e.addHost("h", map[string]any{"gpu_model": "a100"})
-	d, err := e.client.FindFreeHost(ctx(t), netbox.Selector{"gpu_model": "a100"}, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), netbox.Selector{"gpu_model": "a100"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 	assert.Equal(t, map[string]any{"value": "a100", "label": "a100"}, d.Custom["gpu_model"])
@@ -200,12 +200,12 @@ func TestFindFreeHostAPIErrors(t *testing.T) {
 	e := newEnv(t)
 	e.addHost("h", nil)
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteDevices, Status: 500, Count: 10})
-	_, err := e.client.FindFreeHost(ctx(t), nil, nil)
+	_, err := e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	assert.True(t, netbox.IsKind(err, netbox.KindServer), "%v", err)
 	assert.False(t, errors.Is(err, netbox.ErrNoFreeHost))
 	e.sim.ClearFaults()
 	e.sim.InjectFault(netboxsim.Fault{Method: "GET", Route: netboxsim.RouteCustomFields, Status: 403})
-	_, err = e.client.FindFreeHost(ctx(t), nil, nil)
+	_, err = e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	assert.True(t, netbox.IsKind(err, netbox.KindForbidden), "%v", err)
 	assert.Contains(t, err.Error(), "NETBOX_TOKEN_FILE")
 }
@@ -239,7 +239,7 @@ func TestFindFreeHostNextLinkHostIgnored(t *testing.T) {
 	defer ts.Close()
 	c, err := netbox.New(netbox.Config{URL: ts.URL, TokenFile: writeFile(t, t.TempDir(), "t", testToken), AllowHTTP: true}, nil, nil)
 	require.NoError(t, err)
-	d, err := c.FindFreeHost(ctx(t), nil, nil)
+	d, err := c.Search.FindFreeHost(ctx(t), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 	assert.Equal(t, 2, sim.Calls("GET", netboxsim.RouteDevices))
@@ -252,15 +252,15 @@ func TestFindFreeHostTolerantPage(t *testing.T) {
 	e.sim.IgnoreFilter("status")
 	e.sim.AddDevice(netboxsim.Device{Status: "racked", Custom: map[string]any{"o2ims_managed": true}})
 	want := e.addHost("h", nil)
-	d, err := e.client.FindFreeHost(ctx(t), nil, nil)
+	d, err := e.client.Search.FindFreeHost(ctx(t), nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, d.ID)
 }
 
 func TestValidateSelector(t *testing.T) {
 	e := newEnv(t)
-	assert.NoError(t, e.client.ValidateSelector(netbox.Selector{"cpu_cores": 16, "gpu": "a100"}))
-	err := e.client.ValidateSelector(netbox.Selector{"o2ims_boot_mac": "x"})
+	assert.NoError(t, e.client.Search.ValidateSelector(netbox.Selector{"cpu_cores": 16, "gpu": "a100"}))
+	err := e.client.Search.ValidateSelector(netbox.Selector{"o2ims_boot_mac": "x"})
 	assert.True(t, netbox.IsKind(err, netbox.KindSchema))
 	assert.Zero(t, e.sim.Calls("GET", netboxsim.RouteCustomFields), "no NetBox call")
 }
@@ -272,7 +272,7 @@ func TestFindFreeHostsTakesSeveralFromOneListing(t *testing.T) {
 		env.addHost(fmt.Sprintf("h%d", i), map[string]any{"cpu_cores": 16})
 	}
 	lists := env.sim.Calls("GET", netboxsim.RouteDevices)
-	found, err := env.client.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, nil, 3)
+	found, err := env.client.Search.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, nil, 3)
 	require.NoError(t, err)
 	require.Len(t, found, 3)
 	assert.Equal(t, lists+1, env.sim.Calls("GET", netboxsim.RouteDevices), "one listing for three hosts")
@@ -282,7 +282,7 @@ func TestFindFreeHostsTakesSeveralFromOneListing(t *testing.T) {
 	}
 	assert.Len(t, ids, 3, "distinct devices")
 
-	more, err := env.client.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, ids, 5)
+	more, err := env.client.Search.FindFreeHosts(ctx(t), netbox.Selector{"cpu_cores": 16}, ids, 5)
 	require.NoError(t, err)
 	assert.Len(t, more, 2, "fewer than asked is not an error")
 }

@@ -10,7 +10,7 @@ type Selector = selector.Selector
 
 // ValidateSelector checks a selector without contacting NetBox: key syntax,
 // reserved keys and scalar values. The error is a KindSchema *Error.
-func (c *Client) ValidateSelector(sel Selector) error {
+func (c *Search) ValidateSelector(sel Selector) error {
 	_, err := normalizeSelector(sel, c.cfg.Fields)
 	return err
 }

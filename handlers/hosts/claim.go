@@ -83,7 +83,7 @@ func (st *Step) candidates(ctx context.Context, c *framework.Cause, h spec.HostR
 		return ids, since, err
 	}
 	uid := string(c.Object.GetUID())
-	match, err := st.nb.Matcher(ctx, netbox.Selector(h.Selector), !st.alloc.Waiting(uid, h.Role))
+	match, err := st.nb.Search.Matcher(ctx, netbox.Selector(h.Selector), !st.alloc.Waiting(uid, h.Role))
 	if err != nil {
 		return nil, time.Time{}, inventoryError(err)
 	}
@@ -114,7 +114,7 @@ func waitingSince(empty []*Slot, now time.Time) time.Time {
 // choice (the same one page of the listing): requests competing for a pool would otherwise all pick its
 // first free host, and all but one lose it, round after round.
 func (st *Step) listed(ctx context.Context, h spec.HostRequest, slots []Slot, n int) ([]int32, error) {
-	found, err := st.nb.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(n, min(n*candidateSpread, maxCandidates)))
+	found, err := st.nb.Search.FindFreeHosts(ctx, netbox.Selector(h.Selector), idsInUse(slots), max(n, min(n*candidateSpread, maxCandidates)))
 	if err != nil {
 		return nil, inventoryError(err)
 	}
@@ -165,7 +165,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 		s.forget()
 		return "", nil
 	}
-	dev, err := st.nb.GetDevice(ctx, id)
+	dev, err := st.nb.Claims.GetDevice(ctx, id)
 	if netbox.IsKind(err, netbox.KindNotFound) {
 		s.forget()
 		return "", nil
@@ -199,7 +199,7 @@ func (st *Step) claim(ctx context.Context, c *framework.Cause, s *Slot, uid, clu
 	if err != nil {
 		return "", err
 	}
-	res, err := st.nb.Claim(ctx, dev, uid)
+	res, err := st.nb.Claims.Claim(ctx, dev, uid)
 	if err != nil {
 		// A lost answer keeps the candidate: the next pass reads whether the claim landed. Never replayed.
 		return "", inventoryError(err)

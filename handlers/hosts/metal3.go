@@ -190,7 +190,7 @@ func (st *Step) registered(ctx context.Context, c *framework.Cause, s *Slot, clu
 		}
 	}
 	if !found {
-		dev, err := st.nb.GetDevice(ctx, id)
+		dev, err := st.nb.Claims.GetDevice(ctx, id)
 		if err != nil {
 			return false, "", fault, inventoryError(err)
 		}

@@ -10,7 +10,7 @@ func (st *Step) netboxWait(err error) (string, bool) {
 	if err == nil {
 		return "", false
 	}
-	why, ok := st.nb.Unavailability(err)
+	why, ok := st.nb.Gate.Unavailability(err)
 	if !ok {
 		return "", false
 	}

@@ -22,7 +22,7 @@ type defect struct {
 // to fix.
 func (st *Step) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device, uid string, d defect) error {
 	if dev.OwnedBy(uid) {
-		if _, err := st.nb.Release(ctx, dev.ID, uid); err != nil {
+		if _, err := st.nb.Claims.Release(ctx, dev.ID, uid); err != nil {
 			return inventoryError(err)
 		}
 		c.Logger.Info("half-reset candidate has a defect; our uid cleared, choosing another",
@@ -36,7 +36,7 @@ func (st *Step) setAside(ctx context.Context, c *framework.Cause, s *Slot, dev *
 // quarantine marks a free device failed with its reason, conditionally on the read it was judged by.
 func (st *Step) quarantine(ctx context.Context, c *framework.Cause, s *Slot, dev *netbox.Device,
 	reason netbox.QuarantineReason, msg string) error {
-	switch err := st.nb.Quarantine(ctx, dev, reason, msg); {
+	switch err := st.nb.Claims.Quarantine(ctx, dev, reason, msg); {
 	case err == nil:
 		// Only a committed quarantine is announced.
 		c.Warning(EventQuarantined, fmt.Sprintf("Quarantined host %s (%s): %s; choosing another", s.ID, reason, msg))
@@ -58,7 +58,7 @@ func (st *Step) quarantineClaimed(ctx context.Context, c *framework.Cause, s *Sl
 	if !reason.Valid() {
 		reason = netbox.ReasonCredentialsRefused // recorded before the reason was
 	}
-	res, err := st.nb.QuarantineClaimed(ctx, id, uid, reason, s.Refused)
+	res, err := st.nb.Claims.QuarantineClaimed(ctx, id, uid, reason, s.Refused)
 	if err != nil {
 		return inventoryError(err)
 	}

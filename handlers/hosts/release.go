@@ -117,7 +117,7 @@ func (st *Step) releaseSlots(ctx context.Context, c *framework.Cause, slots []Sl
 				}
 				continue
 			}
-			res, err := st.nb.Release(ctx, id, uid)
+			res, err := st.nb.Claims.Release(ctx, id, uid)
 			if err != nil {
 				return releaseProgress{}, inventoryError(err)
 			}

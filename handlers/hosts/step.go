@@ -151,7 +151,7 @@ func (st *Step) Forget(uid string) {
 
 // Reserved: the inventory's own fields cannot select hosts.
 func (st *Step) Reserved() map[string]bool {
-	f := st.nb.Fields()
+	f := st.nb.Schema.Fields()
 	return map[string]bool{f.Managed: true, f.RequestUID: true, f.BMCAddress: true, f.BootMAC: true}
 }
 

@@ -19,7 +19,7 @@ func (w *wiring) serveAlarms() (*alarmsapi.API, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts := alarms.NewFacts(w.store, iw.view, iw.dms.List, w.netbox.Degraded)
+	facts := alarms.NewFacts(w.store, iw.view, iw.dms.List, w.netbox.Gate.Degraded)
 	raiser := alarms.NewRaiser(alarms.Config{Inventory: iw.cfg, CreationTimeout: w.cfg.chain.CreationTimeout},
 		facts, st, metrics, iw.log.Named("alarms"))
 	w.runnables.alarmRaiser = raiser // NeedLeaderElection: only the leader raises and clears

@@ -51,7 +51,7 @@ func runNetbox(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fail(1, "%v", err)
 	}
-	rep, err := c.Bootstrap(ctx)
+	rep, err := c.Schema.Bootstrap(ctx)
 	printBootstrap(stdout, cfg, rep)
 	if err != nil {
 		return fail(1, "%v", err)

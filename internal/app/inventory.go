@@ -20,7 +20,7 @@ import (
 
 // inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
 // view, kept by a background refresh and by the NetBox client's own confirmed writes (claims,
-// releases, quarantines: netbox.Client.ObserveWrites), served by the northbound API.
+// releases, quarantines: netbox.Claims.ObserveWrites), served by the northbound API.
 type inventoryWiring struct {
 	cfg    inventory.Config
 	view   *inventory.View
@@ -67,8 +67,8 @@ func (w *wiring) newInventory() error {
 		return err
 	}
 	view := inventory.NewView(cfg, func(uid string) string { return requestName(op, uid) })
-	w.netbox.ObserveWrites(view.Written)
-	r, err := inventory.NewRefresher(view, w.netbox, log.Named("inventory"), op.Registry())
+	w.netbox.Claims.ObserveWrites(view.Written)
+	r, err := inventory.NewRefresher(view, w.netbox.Search, log.Named("inventory"), op.Registry())
 	if err != nil {
 		return err
 	}

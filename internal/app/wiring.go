@@ -140,8 +140,8 @@ func (w *wiring) addInventory() error {
 	// wrong version, token or schema stops the operator; NetBox down does not — the operator runs
 	// degraded (requests with hosts wait, /readyz says why) and the check goes on until it passes
 	// (netbox/availability.go).
-	w.op.OnStartup("netbox", nb.Start)
-	w.op.OnDegraded("netbox", nb.Degraded)
+	w.op.OnStartup("netbox", nb.Gate.Start)
+	w.op.OnDegraded("netbox", nb.Gate.Degraded)
 	w.netbox = nb
 	if err := w.newInventory(); err != nil {
 		return err

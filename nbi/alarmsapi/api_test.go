@@ -137,7 +137,7 @@ func TestNetBoxUnreachableRaisedAcknowledgedAndClearedWhenNetBoxAnswers(t *testi
 	e := newEnv(t)
 	e.sim.SetOutage(http.StatusServiceUnavailable)
 	require.Error(t, e.refresh())
-	require.NotEmpty(t, e.nb.Degraded())
+	require.NotEmpty(t, e.nb.Gate.Degraded())
 	e.evaluate()
 	a := e.only(alarms.NetBoxUnreachable)
 	require.Equal(t, e.cfg.OCloudID.String(), a["resourceID"])
@@ -150,7 +150,7 @@ func TestNetBoxUnreachableRaisedAcknowledgedAndClearedWhenNetBoxAnswers(t *testi
 
 	e.sim.SetOutage(0)
 	require.NoError(t, e.refresh())
-	require.Empty(t, e.nb.Degraded())
+	require.Empty(t, e.nb.Gate.Degraded())
 	e.evaluate()
 	e.requireCleared(id)
 }

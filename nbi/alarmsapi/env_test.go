@@ -88,8 +88,8 @@ func newEnv(t *testing.T) *env {
 
 	e := &env{Env: nbitest.Prepare(t), sim: sim, nb: nb, cfg: cfg, dmFor: map[string]string{}}
 	e.view = inventory.NewView(cfg, nil)
-	nb.ObserveWrites(e.view.Written)
-	e.refresher, err = inventory.NewRefresher(e.view, nb, nil, nil)
+	nb.Claims.ObserveWrites(e.view.Written)
+	e.refresher, err = inventory.NewRefresher(e.view, nb.Search, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, e.refresher.Refresh(context.Background(), true))
 
@@ -101,7 +101,7 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() {
 		_ = e.kube.CoreV1().Namespaces().Delete(context.Background(), e.namespace, metav1.DeleteOptions{})
 	})
-	e.facts = alarms.NewFacts(e.Store, e.view, e.deploymentManagers, nb.Degraded)
+	e.facts = alarms.NewFacts(e.Store, e.view, e.deploymentManagers, nb.Gate.Degraded)
 	e.restart()
 	return e
 }

@@ -15,73 +15,18 @@ package callback
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/o2ims-operator/o2ims-operator/internal/netcause"
 )
-
-// Reason is why an address is refused: a bounded set, fit for a metric label.
-type Reason string
-
-const (
-	Loopback    Reason = "loopback"
-	LinkLocal   Reason = "link_local"
-	Unspecified Reason = "unspecified"
-	Multicast   Reason = "multicast"
-	Reserved    Reason = "reserved"
-	Private     Reason = "private"     // only with DenyPrivate
-	APIServer   Reason = "apiserver"   // the Kubernetes API server
-	Operator    Reason = "operator"    // the operator's own listeners and pod IP
-	Denied      Reason = "denied_cidr" // CALLBACK_DENY_CIDRS
-	Notation    Reason = "notation"    // an IPv4 address not in dotted decimal, an unparsable IPv6 literal
-	Unresolved  Reason = "unresolved"  // the host resolves to no address
-)
-
-// Reasons is every Reason, for metrics that want their series to exist at zero.
-var Reasons = []Reason{Loopback, LinkLocal, Unspecified, Multicast, Reserved, Private, APIServer, Operator, Denied, Notation, Unresolved, NotSMO}
-
-var why = map[Reason]string{
-	Loopback:    "a loopback address",
-	LinkLocal:   "a link-local address (such as the cloud metadata service)",
-	Unspecified: "an unspecified address",
-	Multicast:   "a multicast address",
-	Reserved:    "a reserved address",
-	Private:     "a private address (CALLBACK_DENY_PRIVATE=true)",
-	APIServer:   "the Kubernetes API server",
-	Operator:    "the operator itself",
-	Denied:      "an address CALLBACK_DENY_CIDRS refuses",
-}
-
-// RefusedError is a callback (or one connection of a delivery) the policy refuses.
-type RefusedError struct {
-	Reason Reason
-	Host   string     // as written in the callback ("" when only the address is known: a dial)
-	Addr   netip.Addr // the address refused (invalid for Notation and Unresolved)
-	Detail string     // for Notation and Unresolved
-}
-
-func (e *RefusedError) Error() string {
-	switch {
-	case e.Detail != "":
-		return fmt.Sprintf("callback host %q refused: %s", e.Host, e.Detail)
-	case e.Host != "" && e.Host != e.Addr.String():
-		return fmt.Sprintf("callback host %q resolves to %s, %s: callbacks may not reach inside the O-Cloud", e.Host, e.Addr, why[e.Reason])
-	}
-	return fmt.Sprintf("callback address %s is %s: callbacks may not reach inside the O-Cloud", e.Addr, why[e.Reason])
-}
 
 // Config is the policy's part of the environment.
 type Config struct {
@@ -202,46 +147,6 @@ func (p *Policy) WithOwn(fn func() []string) *Policy {
 	return p
 }
 
-// endpoints reads "ip", "ip:port", "host", "host:port" or a URL into addresses; a name is resolved.
-func (p *Policy) endpoints(ctx context.Context, s string) []netip.AddrPort {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return nil
-	}
-	if u, err := url.Parse(s); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
-		s = u.Host
-		if u.Port() == "" {
-			s = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-		}
-	}
-	host, port := s, uint16(0)
-	if h, ps, err := net.SplitHostPort(s); err == nil {
-		n, err := strconv.ParseUint(ps, 10, 16)
-		if err != nil {
-			return nil
-		}
-		host, port = h, uint16(n)
-	}
-	host = strings.Trim(host, "[]")
-	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.AddrPort{netip.AddrPortFrom(canonical(a), port)}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	addrs, err := p.lookup(ctx, host)
-	if err != nil {
-		return nil
-	}
-	var out []netip.AddrPort
-	for _, a := range addrs {
-		out = append(out, netip.AddrPortFrom(canonical(a), port))
-	}
-	return out
-}
-
-// canonical is a's comparable form: IPv4-mapped IPv6 as IPv4, no zone.
-func canonical(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
-
 // CheckAddr decides one endpoint: nil when a callback may connect to it.
 func (p *Policy) CheckAddr(ap netip.AddrPort) error {
 	a, port := canonical(ap.Addr()), ap.Port()
@@ -273,44 +178,6 @@ func longest(ps []netip.Prefix, a netip.Addr) int {
 		}
 	}
 	return best
-}
-
-var (
-	v4Zero      = netip.MustParsePrefix("0.0.0.0/8")
-	v4Reserved  = netip.MustParsePrefix("240.0.0.0/4")
-	v4Shared    = netip.MustParsePrefix("100.64.0.0/10")
-	v6Compat    = netip.MustParsePrefix("::/96")
-	v6NAT64     = netip.MustParsePrefix("64:ff9b::/96")
-	v6To4       = netip.MustParsePrefix("2002::/16")
-	v6SiteLocal = netip.MustParsePrefix("fec0::/10")
-)
-
-// classify is the address class of a that the default refuses (Private: allowed unless DenyPrivate), ""
-// for a public address. IPv6 forms that carry an IPv4 address (NAT64, 6to4) are that address's class.
-func classify(a netip.Addr) Reason {
-	switch {
-	case a.IsLoopback():
-		return Loopback
-	case a.IsUnspecified(), a.Is4() && v4Zero.Contains(a):
-		return Unspecified
-	case a.IsLinkLocalUnicast():
-		return LinkLocal
-	case a.IsMulticast():
-		return Multicast
-	case a.Is4() && v4Reserved.Contains(a):
-		return Reserved
-	case a.IsPrivate(), v4Shared.Contains(a), v6SiteLocal.Contains(a):
-		return Private
-	case v6Compat.Contains(a):
-		return Reserved // IPv4-compatible IPv6, deprecated: nothing legitimate is there
-	case v6NAT64.Contains(a):
-		b := a.As16()
-		return classify(netip.AddrFrom4([4]byte(b[12:16])))
-	case v6To4.Contains(a):
-		b := a.As16()
-		return classify(netip.AddrFrom4([4]byte(b[2:6])))
-	}
-	return ""
 }
 
 // protected is APIServer or Operator when a:port is one of theirs, else "".
@@ -364,47 +231,6 @@ func (p *Policy) isLocal(a netip.Addr) bool {
 	return false
 }
 
-// Host reads a callback URI's host as the policy does: an IP literal (IPv6 with a zone or IPv4-mapped
-// included) is its address; an IPv4 address in any notation but dotted decimal is refused (Notation); a
-// name is returned as ip invalid.
-func Host(u *url.URL) (host string, ip netip.Addr, err error) {
-	host = u.Hostname()
-	if strings.Contains(host, ":") {
-		a, perr := netip.ParseAddr(host)
-		if perr != nil {
-			return host, netip.Addr{}, &RefusedError{Reason: Notation, Host: host, Detail: "not an IPv6 address"}
-		}
-		return host, canonical(a), nil
-	}
-	if a, perr := netip.ParseAddr(host); perr == nil {
-		return host, a, nil
-	}
-	// WHATWG URL and inet_aton read a host whose last label is a number as an IPv4 address (decimal,
-	// octal, hexadecimal, one to four parts); a DNS name never ends so. Written in dotted decimal it
-	// parsed above, so anything else is refused rather than guessed at.
-	name := strings.TrimSuffix(strings.ToLower(host), ".")
-	if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" {
-		return host, netip.Addr{}, &RefusedError{Reason: Notation, Host: host,
-			Detail: "a host name is letters, digits, hyphens and dots (an internationalised name in its xn-- form)"}
-	}
-	last := name[strings.LastIndexByte(name, '.')+1:]
-	if numeric(last) {
-		return host, netip.Addr{}, &RefusedError{Reason: Notation, Host: host,
-			Detail: "an IPv4 address is written in dotted decimal (such as 192.0.2.1), without leading zeros"}
-	}
-	return host, netip.Addr{}, nil
-}
-
-func numeric(label string) bool {
-	if label == "" {
-		return false
-	}
-	if h, ok := strings.CutPrefix(label, "0x"); ok {
-		return strings.Trim(h, "0123456789abcdef") == ""
-	}
-	return strings.Trim(label, "0123456789") == ""
-}
-
 // CheckURL decides a callback at creation: its host (an address, or every address its name resolves to
 // now) and port. It assumes an absolute http(s) URI with a host (the subscription's own validation).
 func (p *Policy) CheckURL(ctx context.Context, raw string) error {
@@ -444,132 +270,6 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 			}
 			return err
 		}
-	}
-	return nil
-}
-
-func portOf(u *url.URL) (uint16, error) {
-	if ps := u.Port(); ps != "" {
-		n, err := strconv.ParseUint(ps, 10, 16)
-		if err != nil {
-			return 0, &RefusedError{Reason: Notation, Host: u.Host, Detail: "invalid port"}
-		}
-		return uint16(n), nil
-	}
-	if u.Scheme == "https" {
-		return 443, nil
-	}
-	return 80, nil
-}
-
-func (p *Policy) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	addrs, err := p.lookup(ctx, host)
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) && (dnsErr.IsTemporary || dnsErr.IsTimeout) && !dnsErr.IsNotFound {
-		// The resolver did not answer: nothing is known of the host yet, so it is not refused.
-		return nil, &LookupError{Host: host, Err: err}
-	}
-	if err != nil || len(addrs) == 0 {
-		detail := "it resolves to no address"
-		if err != nil {
-			detail = "it does not resolve: " + lookupText(err)
-		}
-		return nil, &RefusedError{Reason: Unresolved, Host: host, Detail: detail}
-	}
-	return addrs, nil
-}
-
-// LookupError is a resolver that did not answer (a timeout, a temporary failure): retryable, and no
-// refusal — the policy has nothing to judge yet.
-type LookupError struct {
-	Host string
-	Err  error
-}
-
-func (e *LookupError) Error() string {
-	return fmt.Sprintf("callback host %q could not be resolved right now: %s", e.Host, lookupText(e.Err))
-}
-
-// lookupText is a resolver's error without the DNS server's address (or a UDP socket's) that Go's text
-// carries ("lookup smo.example on 10.96.0.10:53: …"): it is answered to the caller and logged.
-func lookupText(err error) string {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return "lookup " + dnsErr.Name + ": " + netcause.Redact(dnsErr.Err)
-	}
-	return netcause.Redact(err.Error())
-}
-
-func (e *LookupError) Unwrap() error { return e.Err }
-
-// HTTPAnswer is how the NBI answers a subscription whose callback it met (nbi.Answerer): 503, retry in 5 s
-// — the resolver may answer then, and the caller did nothing wrong.
-func (e *LookupError) HTTPAnswer() (status int, detail string, retryAfter int) {
-	return http.StatusServiceUnavailable, e.Error() + "; retry later", 5
-}
-
-// Control is a net.Dialer Control hook: it refuses a connection to an address the policy refuses, on the
-// address about to be connected to (after every resolution).
-func (p *Policy) Control(_, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return &RefusedError{Reason: Notation, Host: address, Detail: "not an address and port"}
-	}
-	return p.CheckAddr(ap)
-}
-
-// Client is the HTTP client deliveries use: every connection through Control (names resolved by the
-// policy's resolver), no proxy (a proxy would connect where the policy cannot see), certificates verified
-// against the system's roots and CALLBACK_CA_FILE, redirects refused (the callback registered is the only
-// one POSTed to, and nothing it carries goes elsewhere); with WithOutgoing, every request carries the SMO
-// client's credentials (outgoing.go).
-func (p *Policy) Client(timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: timeout, Control: p.Control}
-	return &http.Client{
-		Timeout: timeout,
-		Transport: p.outgoingRoundTripper(&http.Transport{
-			Proxy: nil,
-			DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-				host, port, err := net.SplitHostPort(address)
-				if err != nil {
-					return nil, err
-				}
-				var addrs []netip.Addr
-				if a, err := netip.ParseAddr(host); err == nil {
-					addrs = []netip.Addr{a}
-				} else if addrs, err = p.resolve(ctx, host); err != nil {
-					return nil, err
-				}
-				if err := p.checkSMO(host, addrs); err != nil {
-					return nil, err
-				}
-				var last error
-				for _, a := range addrs {
-					conn, err := dialer.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
-					if err == nil {
-						return conn, nil
-					}
-					last = err
-				}
-				return nil, last
-			},
-			TLSClientConfig:     &tls.Config{RootCAs: p.roots, MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2:   true,
-			MaxIdleConnsPerHost: 2,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: timeout,
-		}),
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// Refusal is the policy's refusal inside err (a delivery's), or nil.
-func Refusal(err error) *RefusedError {
-	var re *RefusedError
-	if errors.As(err, &re) {
-		return re
 	}
 	return nil
 }

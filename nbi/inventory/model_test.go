@@ -86,8 +86,8 @@ func TestViewModel(t *testing.T) {
 			}
 		case 6:
 			what = fmt.Sprintf("claim %d", d.ID)
-			if dev, err := f.nb.GetDevice(ctx, d.ID); err == nil {
-				_, _ = f.nb.Claim(ctx, dev, "0b7a1f6e-0000-4000-8000-000000000001")
+			if dev, err := f.nb.Claims.GetDevice(ctx, d.ID); err == nil {
+				_, _ = f.nb.Claims.Claim(ctx, dev, "0b7a1f6e-0000-4000-8000-000000000001")
 			}
 		case 7:
 			what = "changes refresh"
@@ -96,7 +96,7 @@ func TestViewModel(t *testing.T) {
 			what = "full refresh"
 			require.NoError(t, f.ref.Refresh(ctx, true))
 			fresh := NewView(f.cfg, nil)
-			r, err := NewRefresher(fresh, f.nb, nil, nil)
+			r, err := NewRefresher(fresh, f.nb.Search, nil, nil)
 			require.NoError(t, err)
 			require.NoError(t, r.Refresh(ctx, true))
 			require.Equal(t, viewObjects(fresh), viewObjects(f.view), "step %d (%s): the view differs from NetBox after a full refresh", step, what)

@@ -191,7 +191,7 @@ func (r *Refresher) Degraded() string {
 	err, since := r.failing, r.failingSince
 	r.mu.Unlock()
 	if err == nil || netbox.IsOutage(err) {
-		// NetBox being down is NetBox's own line (netbox.Client.Degraded): said once, not twice.
+		// NetBox being down is NetBox's own line (netbox.Gate.Degraded): said once, not twice.
 		return ""
 	}
 	answer := "the inventory API answers 503 until one succeeds (no view yet)"

@@ -91,8 +91,8 @@ func startInvEnv(t *testing.T, seed func(*netboxsim.Server), subs func(*invEnv) 
 		return ""
 	}
 	ie.view = inventory.NewView(ie.cfg, owner)
-	nb.ObserveWrites(ie.view.Written)
-	ie.refresher, err = inventory.NewRefresher(ie.view, nb, nil, nil)
+	nb.Claims.ObserveWrites(ie.view.Written)
+	ie.refresher, err = inventory.NewRefresher(ie.view, nb.Search, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, ie.refresher.Refresh(context.Background(), true))
 
@@ -429,9 +429,9 @@ func TestInventoryDuringANetBoxOutageFromTheStart(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	require.NoError(t, nb.Start(ctx), "an outage at start is no reason to stop")
+	require.NoError(t, nb.Gate.Start(ctx), "an outage at start is no reason to stop")
 	view := inventory.NewView(ie.cfg, nil)
-	refresher, err := inventory.NewRefresher(view, nb, nil, nil)
+	refresher, err := inventory.NewRefresher(view, nb.Search, nil, nil)
 	require.NoError(t, err)
 
 	listings := func() int {

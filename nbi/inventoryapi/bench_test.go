@@ -49,7 +49,7 @@ func benchInventory(b *testing.B) (http.Handler, *netboxsim.Server, inventory.Co
 		b.Fatal(err)
 	}
 	view := inventory.NewView(cfg, nil)
-	r, err := inventory.NewRefresher(view, nb, nil, nil)
+	r, err := inventory.NewRefresher(view, nb.Search, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

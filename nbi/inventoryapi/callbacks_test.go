@@ -184,9 +184,9 @@ func TestACallbackRebindingInsideIsRefusedAtDelivery(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	se.notifier(ctx, se.view, reg)
 	time.Sleep(300 * time.Millisecond) // the notifier has read the subscription
-	d, err := se.nb.GetDevice(ctx, 1)
+	d, err := se.nb.Claims.GetDevice(ctx, 1)
 	require.NoError(t, err)
-	_, err = se.nb.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000cccc")
+	_, err = se.nb.Claims.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000cccc")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		m := promtest.Gather(t, reg)

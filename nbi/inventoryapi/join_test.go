@@ -31,9 +31,9 @@ func TestInfrastructureResourceIdsResolveToResourcesNamingTheRequest(t *testing.
 
 	refreshes := ie.sim.Calls(http.MethodGet, "devices")
 	for _, dev := range []int32{2, 3} {
-		d, err := ie.nb.GetDevice(ctx, dev)
+		d, err := ie.nb.Claims.GetDevice(ctx, dev)
 		require.NoError(t, err)
-		res, err := ie.nb.Claim(ctx, d, uid)
+		res, err := ie.nb.Claims.Claim(ctx, d, uid)
 		require.NoError(t, err)
 		require.Equal(t, netbox.Claimed, res)
 	}
@@ -84,12 +84,12 @@ func TestInfrastructureResourceIdsResolveToResourcesNamingTheRequest(t *testing.
 	require.Equal(t, dm, got.Object(t))
 
 	// Release and quarantine show at once too.
-	res, err := ie.nb.Release(ctx, 3, uid)
+	res, err := ie.nb.Claims.Release(ctx, 3, uid)
 	require.NoError(t, err)
 	require.Equal(t, netbox.Released, res)
-	d, err := ie.nb.GetDevice(ctx, 4)
+	d, err := ie.nb.Claims.GetDevice(ctx, 4)
 	require.NoError(t, err)
-	require.NoError(t, ie.nb.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no BMC credentials Secret"))
+	require.NoError(t, ie.nb.Claims.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no BMC credentials Secret"))
 	r := ie.get(invV1 + "/resourcePools/" + pool + "/resources/" + ie.cfg.ResourceID(3)).Object(t)
 	require.Equal(t, "staged", r["extensions"].(map[string]any)["status"])
 	require.NotContains(t, r["extensions"], "provisioningRequestReference")
@@ -104,7 +104,7 @@ func TestInventoryIdsAreStableAcrossViews(t *testing.T) {
 	ie := newInvEnv(t, seedSix)
 	other := func(cfg inventory.Config) *inventory.Snapshot {
 		v := inventory.NewView(cfg, nil)
-		r, err := inventory.NewRefresher(v, ie.nb, nil, nil)
+		r, err := inventory.NewRefresher(v, ie.nb.Search, nil, nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Refresh(context.Background(), true))
 		return v.Snapshot()
@@ -154,7 +154,7 @@ func TestResourceIdsAnswerWhileTheInventoryCannotList(t *testing.T) {
 	ie.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusForbidden, Count: 1000,
 		Body: `{"detail":"You do not have permission to perform this action."}`})
 	view := inventory.NewView(ie.cfg, nil)
-	refresher, err := inventory.NewRefresher(view, ie.nb, nil, nil)
+	refresher, err := inventory.NewRefresher(view, ie.nb.Search, nil, nil)
 	require.NoError(t, err)
 	require.Empty(t, refresher.Degraded(), "nothing to say before a refresh")
 	require.Error(t, refresher.Refresh(ctx, true))
@@ -190,7 +190,7 @@ func TestResourceIdsAnswerWhileTheInventoryCannotList(t *testing.T) {
 // only it meets (a listing refused).
 func TestTheInventoryLineLeavesAnOutageToNetBox(t *testing.T) {
 	ie := newInvEnv(t, seedSix)
-	refresher, err := inventory.NewRefresher(inventory.NewView(ie.cfg, nil), ie.nb, nil, nil)
+	refresher, err := inventory.NewRefresher(inventory.NewView(ie.cfg, nil), ie.nb.Search, nil, nil)
 	require.NoError(t, err)
 	ie.sim.InjectFault(netboxsim.Fault{Method: http.MethodGet, Route: netboxsim.RouteSites, Status: http.StatusBadGateway, Count: 1000})
 	require.Error(t, refresher.Refresh(context.Background(), true))

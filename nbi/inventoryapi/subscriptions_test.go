@@ -181,15 +181,15 @@ func TestNotificationsForClaimReleaseQuarantineAndAdminChanges(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the notifier has read the subscriptions
 
 	uid := "0b7a1f6e-0000-4000-8000-00000000aaaa"
-	d, err := se.nb.GetDevice(ctx, 1)
+	d, err := se.nb.Claims.GetDevice(ctx, 1)
 	require.NoError(t, err)
-	_, err = se.nb.Claim(ctx, d, uid)
+	_, err = se.nb.Claims.Claim(ctx, d, uid)
 	require.NoError(t, err)
-	_, err = se.nb.Release(ctx, 1, uid)
+	_, err = se.nb.Claims.Release(ctx, 1, uid)
 	require.NoError(t, err)
-	d, err = se.nb.GetDevice(ctx, 2)
+	d, err = se.nb.Claims.GetDevice(ctx, 2)
 	require.NoError(t, err)
-	require.NoError(t, se.nb.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no Secret"))
+	require.NoError(t, se.nb.Claims.Quarantine(ctx, d, netbox.ReasonCredentialsMissing, "no Secret"))
 	require.NoError(t, se.sim.SetCustom(5, "o2ims_managed", false)) // the administrator takes host 5 out of the pool
 	require.NoError(t, se.refresher.Refresh(ctx, false))
 
@@ -248,9 +248,9 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 
 	// Undeliverable now: the claim is queued when the operator stops.
 	r.Fail(http.StatusServiceUnavailable)
-	d, err := se.nb.GetDevice(ctx, 1)
+	d, err := se.nb.Claims.GetDevice(ctx, 1)
 	require.NoError(t, err)
-	_, err = se.nb.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
+	_, err = se.nb.Claims.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.Attempts() > 1 }, 10*time.Second, 5*time.Millisecond)
 	stop()
@@ -260,7 +260,7 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 
 	// The restarted operator: a new view from NetBox, a new notifier over the same ConfigMaps.
 	view := inventory.NewView(se.cfg, nil)
-	ref, err := inventory.NewRefresher(view, se.nb, nil, nil)
+	ref, err := inventory.NewRefresher(view, se.nb.Search, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, ref.Refresh(context.Background(), true))
 	ctx2, stop2 := context.WithCancel(context.Background())
@@ -337,9 +337,9 @@ func TestSubscriptionsAreBoundedAndTheirSeriesGoWithThem(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	se.notifier(ctx, se.view, reg)
 	time.Sleep(300 * time.Millisecond) // the notifier has read the subscriptions
-	d, err := se.nb.GetDevice(ctx, 1)
+	d, err := se.nb.Claims.GetDevice(ctx, 1)
 	require.NoError(t, err)
-	_, err = se.nb.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
+	_, err = se.nb.Claims.Claim(ctx, d, "0b7a1f6e-0000-4000-8000-00000000bbbb")
 	require.NoError(t, err)
 	waitEvents(t, r, 2) // one each
 	series := func() []string {

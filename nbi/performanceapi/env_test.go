@@ -80,7 +80,7 @@ func newEnvAuth(t *testing.T, auth bool) *env {
 	require.NoError(t, err)
 	e := &env{Env: nbitest.Prepare(t), cfg: cfg, auth: auth}
 	e.view = inventory.NewView(cfg, nil)
-	r, err := inventory.NewRefresher(e.view, nb, nil, nil)
+	r, err := inventory.NewRefresher(e.view, nb.Search, nil, nil)
 	require.NoError(t, err)
 	require.NoError(t, r.Refresh(context.Background(), true))
 

@@ -123,7 +123,7 @@ func claimsIn(patches []netboxsim.PatchRecord) (perDevice map[int32]int, order [
 
 func isClaim(p netboxsim.PatchRecord) bool { return p.Committed && p.Body["status"] == "active" }
 
-// isRelease: a committed PATCH that clears the owner field (netbox.Client.Release).
+// isRelease: a committed PATCH that clears the owner field (netbox.Claims.Release).
 func isRelease(p netboxsim.PatchRecord) bool {
 	if !p.Committed {
 		return false

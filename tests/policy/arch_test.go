@@ -31,6 +31,7 @@ const modulePath = "github.com/o2ims-operator/o2ims-operator"
 // non-test files: tests may reach for harnesses (tests/kubeapi) that the code itself must not.
 type goPackage struct {
 	ImportPath   string
+	Name         string
 	Dir          string
 	GoFiles      []string
 	TestGoFiles  []string
