@@ -9,9 +9,9 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi) and the
@@ -44,7 +44,7 @@ func (iw *inventoryWiring) serveAlarms(store nbi.Store, nb *netbox.Client, op *f
 // alarmNotifier is the alarm subscriptions (ConfigMaps beside the inventory's, capped by
 // ALARMS_MAX_SUBSCRIPTIONS, their callbacks under the inventory's policy) and the notifier of their
 // AlarmEventNotifications: the inventory's machinery over the alarms' ConfigMap, a runnable of the leader.
-func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operator, namespace string) (*inventory.SubscriptionStore, *inventory.PolledNotifier, error) {
+func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operator, namespace string) (*subscriptions.SubscriptionStore, *subscriptions.PolledNotifier, error) {
 	if namespace == "" {
 		namespace = "default"
 	}
@@ -52,9 +52,9 @@ func (iw *inventoryWiring) alarmNotifier(st *alarms.Store, op *framework.Operato
 	if err != nil {
 		return nil, nil, err
 	}
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(alarms.Subscriptions).
+	subs := subscriptions.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(alarms.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(max).WithPolicy(iw.policy)
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{Policy: iw.policy}, subscriptions.Polled{
 		API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: st.Snapshot, Order: alarms.Order,
 		Render: alarms.Renderer{GlobalCloudID: iw.cfg.GlobalCloudID.String(), Root: iw.view.Config().ServiceURI + alarmsapi.Root + "/v1"},
 	}, subs, iw.log.Named("alarm-notifier"), op.Registry())

@@ -12,12 +12,13 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
@@ -27,8 +28,8 @@ type inventoryWiring struct {
 	cfg       inventory.Config
 	view      *inventory.View
 	refresher *inventory.Refresher
-	subs      *inventory.SubscriptionStore
-	notifier  *inventory.Notifier
+	subs      *subscriptions.SubscriptionStore
+	notifier  *subscriptions.Notifier
 	policy    *callback.Policy  // CALLBACK_*: which callbacks subscriptions may have
 	smo       *smoclient.Client // SMO_*: the credentials every call to the SMO carries (main_smo.go)
 	smoCfg    smoclient.Config
@@ -107,9 +108,9 @@ func (iw *inventoryWiring) serve(store nbi.Store, nbiAddr func() string, op *fra
 	// the operator itself (its listeners, read at each check as they bind later, and its pod IP).
 	iw.policy.WithAPIServer(context.Background(), iw.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
 		WithOwn(func() []string { return []string{nbiAddr(), op.HealthAddr(), iw.getenv("POD_IP")} })
-	iw.subs = inventory.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, dms.List).
+	iw.subs = subscriptions.NewSubscriptionStore(kube, namespace).WithBaseline(iw.view, dms.List).
 		WithMax(iw.cfg.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, iw.subs,
+	n, err := subscriptions.NewNotifier(subscriptions.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, iw.subs,
 		dms.List, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
 		return nil, err

@@ -3,9 +3,9 @@ package main
 import (
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performanceapi"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // servePerformance builds the O2IMS Infrastructure Performance API of an operator with an inventory
@@ -33,9 +33,9 @@ func (iw *inventoryWiring) servePerformance(op *framework.Operator, namespace st
 	if namespace == "" {
 		namespace = "default"
 	}
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(performance.Subscriptions).
+	subs := subscriptions.NewSubscriptionStore(op.Clients().Kubernetes, namespace).WithKind(performance.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(bounds.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{Policy: iw.policy}, subscriptions.Polled{
 		API: "performance", What: "Measurement report", Kind: performance.KindJob, Read: st.Snapshot, Order: performance.Order,
 		Render: performance.Renderer{Root: iw.view.Config().ServiceURI + performanceapi.RootSpec + "/v2"},
 	}, subs, iw.log.Named("performance-notifier"), op.Registry())

@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"bytes"
@@ -23,6 +23,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Subscriptions are ConfigMaps in the operator's namespace — no CRD to install, shared by every
@@ -178,7 +180,7 @@ func (st *SubscriptionStore) WithKind(k SubscriptionKind) *SubscriptionStore {
 // WithBaselineFunc stores with each new subscription the objects objs answers as its starting progress;
 // a creation whose baseline cannot be read fails (without it a change made before the leader's notifier
 // first polls would be missed).
-func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[string]Change, error)) *SubscriptionStore {
+func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[string]inventory.Change, error)) *SubscriptionStore {
 	st.baseline = func(ctx context.Context) (map[string]storedObject, error) {
 		cur, err := objs(ctx)
 		if err != nil {
@@ -192,14 +194,14 @@ func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[st
 // WithBaseline stores with each new subscription the view's objects (and the deployment managers, when
 // they can be read) as its starting progress. Without it, a subscription starts from whatever the
 // leader's notifier sees when it first polls, and a change in between would be missed.
-func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry, error)) *SubscriptionStore {
+func (st *SubscriptionStore) WithBaseline(view *inventory.View, managers func() ([]*inventory.Entry, error)) *SubscriptionStore {
 	st.baseline = func(context.Context) (map[string]storedObject, error) {
 		objs := view.Objects()
 		if managers != nil {
 			// Unknown managers are left out: at worst each is notified as created once more.
 			if dms, err := managers(); err == nil {
 				for _, e := range dms {
-					objs[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+					objs[e.ID] = inventory.Change{Kind: inventory.KindDeploymentManager, ID: e.ID, Post: e}
 				}
 			}
 		}
@@ -224,7 +226,7 @@ func (st *SubscriptionStore) WithPolicy(policy *callback.Policy) *SubscriptionSt
 }
 
 // stored is the persisted form of what a subscriber has been told.
-func stored(told map[string]Change) map[string]storedObject {
+func stored(told map[string]inventory.Change) map[string]storedObject {
 	objs := make(map[string]storedObject, len(told))
 	for id, c := range told {
 		objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
@@ -367,7 +369,7 @@ var SubscriptionSchema = query.Object("Subscription", map[string]query.Attr{
 const progressKey = "progress.json.gz"
 
 type storedObject struct {
-	Kind Kind            `json:"k"`
+	Kind inventory.Kind  `json:"k"`
 	JSON json.RawMessage `json:"j"`
 }
 
@@ -410,7 +412,7 @@ func encodeProgress(objs map[string]storedObject) ([]byte, error) {
 
 // LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
 // which is logged by the caller's absence of changes: it then starts from now).
-func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]Change, bool, error) {
+func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]inventory.Change, bool, error) {
 	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false, nil
@@ -430,13 +432,13 @@ func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[s
 	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
 		return nil, false, nil
 	}
-	out := make(map[string]Change, len(objs))
+	out := make(map[string]inventory.Change, len(objs))
 	for oid, o := range objs {
 		var attrs map[string]any
 		if json.Unmarshal(o.JSON, &attrs) != nil {
 			continue
 		}
-		out[oid] = Change{Kind: o.Kind, ID: oid, Post: &Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
+		out[oid] = inventory.Change{Kind: o.Kind, ID: oid, Post: &inventory.Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
 	}
 	return out, true, nil
 }

@@ -118,8 +118,8 @@ func (v *View) isSynced() bool {
 	}
 }
 
-// syncedC is closed once the view has applied a full listing.
-func (v *View) syncedC() <-chan struct{} { return v.synced }
+// SyncedC is closed once the view has applied a full listing (the notifier waits for it).
+func (v *View) SyncedC() <-chan struct{} { return v.synced }
 
 // Resource answers one resource of a pool.
 func (v *View) Resource(poolID, id string) (*Entry, bool) {
