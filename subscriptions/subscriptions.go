@@ -1,8 +1,6 @@
 package subscriptions
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/cmstore"
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
@@ -148,6 +147,8 @@ type SubscriptionStore struct {
 	kube      kubernetes.Interface
 	namespace string
 	kind      SubscriptionKind
+	// cache answers the reads (an NBI GET costs no API-server call) and this replica's own writes at once.
+	cache *cmstore.Cache
 	// max bounds how many are stored (0: no bound).
 	max int
 	// policy decides which callbacks may be stored (nil: callback.Default()).
@@ -174,6 +175,7 @@ var InventorySubscriptions = SubscriptionKind{Prefix: subscriptionPrefix, Label:
 // WithKind stores subscriptions of another kind than the inventory's (the alarms').
 func (st *SubscriptionStore) WithKind(k SubscriptionKind) *SubscriptionStore {
 	st.kind = k
+	st.cache = cmstore.New(st.kube, st.namespace, k.Label)
 	return st
 }
 
@@ -236,8 +238,12 @@ func stored(told map[string]inventory.Change) map[string]storedObject {
 
 // NewSubscriptionStore stores in namespace (the operator's).
 func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *SubscriptionStore {
-	return &SubscriptionStore{kube: kube, namespace: namespace, kind: InventorySubscriptions}
+	return &SubscriptionStore{kube: kube, namespace: namespace, kind: InventorySubscriptions,
+		cache: cmstore.New(kube, namespace, InventorySubscriptions.Label)}
 }
+
+// Close stops reading the subscriptions (a test's store; the operator's lives as long as it does).
+func (st *SubscriptionStore) Close() { st.cache.Close() }
 
 // Create allocates the id (a random UUID: a subscription is a new thing, not derived from one) and
 // stores the subscription.
@@ -291,20 +297,22 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 		}
 		cm.BinaryData = map[string][]byte{progressKey: progress}
 	}
-	if _, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"}); err != nil {
+	out, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"})
+	if err != nil {
 		return Subscription{}, err
 	}
+	st.cache.Wrote(out)
 	return s, nil
 }
 
-// Get reads one subscription.
+// Get reads one subscription (from the cache).
 func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Subscription{}, ErrSubscriptionNotFound
-	}
+	cm, err := st.cache.Get(ctx, st.kind.Prefix+id)
 	if err != nil {
 		return Subscription{}, err
+	}
+	if cm == nil {
+		return Subscription{}, ErrSubscriptionNotFound
 	}
 	s, ok := st.decode(cm)
 	if !ok {
@@ -313,15 +321,16 @@ func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, 
 	return s, nil
 }
 
-// List reads every subscription, sorted by id. A ConfigMap that does not hold one is skipped.
+// List reads every subscription (from the cache), sorted by id. A ConfigMap that does not hold one is
+// skipped.
 func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
-	list, err := st.kube.CoreV1().ConfigMaps(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: st.kind.Label + "=true"})
+	list, err := st.cache.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Subscription
-	for i := range list.Items {
-		if s, ok := st.decode(&list.Items[i]); ok {
+	for _, cm := range list {
+		if s, ok := st.decode(cm); ok {
 			out = append(out, s)
 		}
 	}
@@ -332,6 +341,9 @@ func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
 // Delete removes a subscription (ErrSubscriptionNotFound when there is none).
 func (st *SubscriptionStore) Delete(ctx context.Context, id string) error {
 	err := st.kube.CoreV1().ConfigMaps(st.namespace).Delete(ctx, st.kind.Prefix+id, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		st.cache.Deleted(st.kind.Prefix + id)
+	}
 	if apierrors.IsNotFound(err) {
 		return ErrSubscriptionNotFound
 	}
@@ -363,82 +375,3 @@ var SubscriptionSchema = query.Object("Subscription", map[string]query.Attr{
 	"subscriptionId": query.Simple(), "consumerSubscriptionId": query.Simple().Optional(),
 	"filter": query.Simple().Optional(), "callback": query.Simple(),
 })
-
-// progressKey holds, in a subscription's ConfigMap, its progress: every object as it was last told of
-// it (gzip JSON).
-const progressKey = "progress.json.gz"
-
-type storedObject struct {
-	Kind inventory.Kind  `json:"k"`
-	JSON json.RawMessage `json:"j"`
-}
-
-// SaveProgress writes a subscription's progress (nothing when it was deleted meanwhile).
-func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs map[string]storedObject) error {
-	progress, err := encodeProgress(objs)
-	if err != nil {
-		return err
-	}
-	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
-	cm, err := cms.Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if cm.BinaryData == nil {
-		cm.BinaryData = map[string][]byte{}
-	}
-	cm.BinaryData[progressKey] = progress
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-notifier"})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func encodeProgress(objs map[string]storedObject) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(objs); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
-// which is logged by the caller's absence of changes: it then starts from now).
-func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]inventory.Change, bool, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	raw, ok := cm.BinaryData[progressKey]
-	if !ok {
-		return nil, false, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, false, nil
-	}
-	var objs map[string]storedObject
-	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
-		return nil, false, nil
-	}
-	out := make(map[string]inventory.Change, len(objs))
-	for oid, o := range objs {
-		var attrs map[string]any
-		if json.Unmarshal(o.JSON, &attrs) != nil {
-			continue
-		}
-		out[oid] = inventory.Change{Kind: o.Kind, ID: oid, Post: &inventory.Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
-	}
-	return out, true, nil
-}

@@ -126,6 +126,7 @@ func (e *env) restart() {
 	}
 	e.subs = subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).
 		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy)
+	t.Cleanup(e.subs.Close)
 	api := New(e.store, metrics).WithAlertmanager(alarms.NewReceiver(e.cfg, e.facts)).WithSubscriptions(e.subs, nil)
 	e.Serve(nil, zap.NewNop(), []nbi.API{api}, func(c *nbi.Config) {
 		if e.pageSize > 0 {

@@ -138,6 +138,7 @@ func TestAlarmSubscriptionsCRUDValidatedAndBounded(t *testing.T) {
 	require.Len(t, e.get(subsPath).Items(t), 1)
 	// The inventory's subscriptions are another kind in the same namespace: none of them is listed here.
 	inv := subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithPolicy(e.policy)
+	t.Cleanup(inv.Close)
 	_, err := inv.Create(context.Background(), subscriptions.Subscription{Callback: r.URL()})
 	require.NoError(t, err)
 	require.Len(t, e.get(subsPath).Items(t), 1)
@@ -250,6 +251,7 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 	e.notifier(ctxA) // replica A leads
 	storeB := alarms.NewStore(e.kube, e.namespace)
 	subsB := subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).WithPolicy(e.policy)
+	t.Cleanup(subsB.Close)
 
 	e.sim.SetOutage(http.StatusServiceUnavailable)
 	require.Error(t, e.refresh())

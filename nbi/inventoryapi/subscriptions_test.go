@@ -52,6 +52,7 @@ func newSubsEnv(t *testing.T) *subsEnv {
 		policy := testPolicy(t, callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, testLookup)
 		se.kube, se.namespace, se.policy = kube, ns, policy
 		se.subs = subscriptions.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil).WithPolicy(policy)
+		t.Cleanup(se.subs.Close)
 		return se.subs
 	})
 	return se

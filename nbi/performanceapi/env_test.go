@@ -114,6 +114,7 @@ func (e *env) restart() {
 	}
 	e.subs = subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(performance.Subscriptions).
 		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy).WithMax(testBounds.MaxSubscriptions)
+	t.Cleanup(e.subs.Close)
 	api := New(e.store, testBounds).WithSubscriptions(e.subs, nil)
 	if e.auth {
 		e.Serve(e.kube, zap.NewNop(), []nbi.API{api}, nbitest.WithKubernetesAuth)
