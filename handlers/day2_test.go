@@ -18,7 +18,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
-	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	nbinventory "github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"

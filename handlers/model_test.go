@@ -25,7 +25,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/handlers/hosts"
-	nbinventory "github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	nbinventory "github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
@@ -735,7 +735,7 @@ func (m *model) check(where string) {
 			st.handledAtGen = true
 		}
 		// A fulfilled request's ids resolve in the inventory: each is the resource id the inventory API
-		// answers (nbi/inventory's Config.ResourceID, computed as the chain computes it) of a device
+		// answers (inventory's Config.ResourceID, computed as the chain computes it) of a device
 		// NetBox has active and owned by the request — never a host whose BMC refused it.
 		if state == v1alpha1.StateFulfilled && handled {
 			for _, rid := range v1alpha1.ResourceSetOf(u).InfrastructureResourceIDs {

@@ -6,7 +6,7 @@
 //
 // The APIs are handler types in packages of their own — nbi/provisioning
 // (O2ims_infrastructureProvisioning), nbi/inventoryapi (the Infrastructure Inventory, beside its
-// model nbi/inventory) and nbi/alarmsapi (the Infrastructure Monitoring) — each registering its routes
+// model inventory/) and nbi/alarmsapi (the Infrastructure Monitoring) — each registering its routes
 // and its root on the shared mux when the server is built (New, Mux; versions.go serves every spelling
 // and major of a versioned root). This package imports none of them. An error of a package below the
 // shell carries its own answer (Answerer: nbi/query's refusals, the subscription store's, nbi/callback's),

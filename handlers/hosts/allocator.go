@@ -12,7 +12,7 @@ import (
 )
 
 // Pool is the in-memory picture of NetBox's pool that candidates are chosen from: the inventory's view
-// (nbi/inventory.View, freehosts.go), one per process, the one the inventory API serves. A device an
+// (inventory.View, inventory/freehosts.go), one per process, the one the inventory API serves. A device an
 // administrator frees shows within its refresh interval; one the operator frees, at once.
 type Pool interface {
 	// IsSynced: a full listing has been applied (before it, hosts are found by listing NetBox).

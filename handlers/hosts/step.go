@@ -70,7 +70,7 @@ const (
 )
 
 // Step is the chain's host step on NetBox and Metal3: it claims, registers and releases the hosts a
-// request records. (The inventory is NetBox; nbi/inventory is the inventory API's view of it.)
+// request records. (The inventory is NetBox; inventory is the O-Cloud model, the view of it the inventory API serves.)
 type Step struct {
 	cfg    Config
 	nb     *netbox.Client

@@ -4,7 +4,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi) and the
@@ -35,15 +35,15 @@ func (w *wiring) serveAlarms() (*alarmsapi.API, error) {
 // alarmNotifier is the alarm subscriptions (ConfigMaps beside the inventory's, capped by
 // ALARMS_MAX_SUBSCRIPTIONS, their callbacks under the inventory's policy) and the notifier of their
 // AlarmEventNotifications: the inventory's machinery over the alarms' ConfigMap, a runnable of the leader.
-func (w *wiring) alarmNotifier(st *alarms.Store) (*inventory.SubscriptionStore, *inventory.PolledNotifier, error) {
+func (w *wiring) alarmNotifier(st *alarms.Store) (*subscriptions.SubscriptionStore, *subscriptions.PolledNotifier, error) {
 	iw, op := w.inv, w.op
 	max, err := alarms.MaxSubscriptionsFromEnv(w.getenv)
 	if err != nil {
 		return nil, nil, err
 	}
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(alarms.Subscriptions).
+	subs := subscriptions.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(alarms.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(max).WithPolicy(iw.policy)
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{Policy: iw.policy}, subscriptions.Polled{
 		API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: st.Snapshot, Order: alarms.Order,
 		Render: alarms.Renderer{GlobalCloudID: iw.cfg.GlobalCloudID.String(), Root: iw.view.Config().ServiceURI + alarmsapi.Root + "/v1"},
 	}, subs, iw.log.Named("alarm-notifier"), op.Registry())

@@ -12,10 +12,11 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/framework"
 	"github.com/o2ims-operator/o2ims-operator/handlers"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/inventoryapi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // inventoryWiring is the O2IMS Infrastructure Inventory of a NetBox-backed operator: the in-memory
@@ -99,9 +100,9 @@ func (w *wiring) serveInventory() (*inventoryapi.API, error) {
 	// the operator itself (its listeners, read at each check as they bind later, and its pod IP).
 	iw.policy.WithAPIServer(context.Background(), w.getenv("KUBERNETES_SERVICE_HOST"), op.Clients().Config.Host).
 		WithOwn(func() []string { return []string{w.nbiAddr(), op.HealthAddr(), w.getenv("POD_IP")} })
-	subs := inventory.NewSubscriptionStore(kube, w.namespace).WithBaseline(iw.view, iw.dms.List).
+	subs := subscriptions.NewSubscriptionStore(kube, w.namespace).WithBaseline(iw.view, iw.dms.List).
 		WithMax(iw.cfg.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, subs,
+	n, err := subscriptions.NewNotifier(subscriptions.NotifierConfig{APIRoot: inventoryapi.Root + "/v1", Policy: iw.policy}, iw.view, subs,
 		iw.dms.List, iw.log.Named("notifier"), op.Registry())
 	if err != nil {
 		return nil, err

@@ -2,9 +2,9 @@ package app
 
 import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performanceapi"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // servePerformance builds the O2IMS Infrastructure Performance API of an operator with an inventory
@@ -31,9 +31,9 @@ func (w *wiring) servePerformance() (nbi.API, error) {
 	w.runnables.evaluator = performance.NewEvaluator(st, prom, targets, bounds, iw.log.Named("performance")) // NeedLeaderElection
 	// The reports' subscribers: ConfigMaps beside the others, their callbacks under the inventory's
 	// policy, delivered by the inventory's notifier machinery, a runnable of the leader.
-	subs := inventory.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(performance.Subscriptions).
+	subs := subscriptions.NewSubscriptionStore(op.Clients().Kubernetes, w.namespace).WithKind(performance.Subscriptions).
 		WithBaselineFunc(st.Snapshot).WithMax(bounds.MaxSubscriptions).WithPolicy(iw.policy)
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{Policy: iw.policy}, inventory.Polled{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{Policy: iw.policy}, subscriptions.Polled{
 		API: "performance", What: "Measurement report", Kind: performance.KindJob, Read: st.Snapshot, Order: performance.Order,
 		Render: performance.Renderer{Root: iw.view.Config().ServiceURI + performanceapi.RootSpec + "/v2"},
 	}, subs, iw.log.Named("performance-notifier"), op.Registry())

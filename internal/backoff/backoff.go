@@ -1,6 +1,6 @@
 // Package backoff is the one capped exponential backoff of the operator: the workqueue's error retry and
 // the event writers' retries (framework), NetBox GET retries and the availability check (netbox), the
-// inventory notifier's delivery retries (nbi/inventory) all wait Base·2ⁿ up to Max. It is here rather
+// inventory notifier's delivery retries (subscriptions) all wait Base·2ⁿ up to Max. It is here rather
 // than on apimachinery's wait.Backoff because netbox may not depend on any k8s.io module.
 package backoff
 

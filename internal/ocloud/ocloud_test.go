@@ -9,7 +9,7 @@ import (
 )
 
 // The ids are recorded on requests and given to SMOs: the derivation never changes. These values are the
-// ones nbi/inventory answered before the derivation moved here.
+// ones nbi/inventory (now inventory/) answered before the derivation moved here.
 func TestIdsArePinned(t *testing.T) {
 	oc := DefaultID("https://netbox.example.com/")
 	assert.Equal(t, "97a11c0d-3a68-5836-825a-6e42922b1ceb", oc.String())

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // The Alertmanager webhook receiver's model: Alertmanager's webhook JSON (version 4, the reference's

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // The alarm dictionaries the inventory API serves, made from Definitions: one per resource type (the

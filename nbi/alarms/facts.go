@@ -3,7 +3,7 @@ package alarms
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // RequestLister lists the cached ProvisioningRequests (nbi.Store is one).

@@ -11,7 +11,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/internal/ocloud"
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Facts is what the alarms are computed from, all of it in memory and cheap to read: the operator's

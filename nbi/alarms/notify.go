@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
-// Alarm subscriptions are stored as the inventory's are (inventory.SubscriptionStore): ConfigMaps in the
+// Alarm subscriptions are stored as the inventory's are (subscriptions.SubscriptionStore): ConfigMaps in the
 // operator's namespace, labelled SubscriptionLabel and named "o2ims-alarm-subscription-<id>", each with
 // its progress — every alarm as its subscriber was last told of it — so the leader's notifier (the
-// inventory's machinery, inventory.PolledNotifier) resumes where it stopped after a restart or failover.
+// inventory's machinery, subscriptions.PolledNotifier) resumes where it stopped after a restart or failover.
 const (
 	SubscriptionLabel = "o2ims.provisioning.oran.org/alarm-subscription"
 	// KindAlarm is the alarms' kind of object in the notifier's state.
@@ -41,7 +42,7 @@ var eventNames = map[string]EventType{"NEW": EventNew, "CHANGE": EventChange, "C
 // Subscriptions is the alarm API's kind of subscription: its filter is one of the reference's
 // AlarmSubscriptionInfo filter values (NEW, CHANGE, CLEAR, ACKNOWLEDGE), the type of event that is NOT
 // reported ("criteria for events which do not need to be reported"; openshift-kni/oran-o2ims reads it so).
-var Subscriptions = inventory.SubscriptionKind{
+var Subscriptions = subscriptions.SubscriptionKind{
 	Prefix: "o2ims-alarm-subscription-", Label: SubscriptionLabel, MaxEnv: MaxSubscriptionsEnv,
 	CheckFilter: func(f string) error {
 		if _, ok := eventNames[f]; !ok {
@@ -104,7 +105,7 @@ func (r Renderer) Compile(filter string) (any, error) {
 // eventOf is the event a change of an alarm reports; ok false for none (an alarm dropped by the
 // retention period is no event of the alarm's). A change folded from a raise and a clear (made within
 // one poll) is a CLEAR: the record says when it was raised and when cleared.
-func eventOf(n inventory.Notice) (EventType, bool) {
+func eventOf(n subscriptions.Notice) (EventType, bool) {
 	if n.Post == nil {
 		return 0, false
 	}
@@ -132,7 +133,7 @@ func eventOf(n inventory.Notice) (EventType, bool) {
 // Render writes the AlarmEventNotification of n for sub; matched false when there is no event or the
 // subscription's filter leaves its type out. The alarm's clearing time, which the notification has no
 // member for, is in its extensions as alarmClearedTime.
-func (r Renderer) Render(sub inventory.Subscription, filter any, n inventory.Notice) ([]byte, bool) {
+func (r Renderer) Render(sub subscriptions.Subscription, filter any, n subscriptions.Notice) ([]byte, bool) {
 	event, ok := eventOf(n)
 	if !ok {
 		return nil, false

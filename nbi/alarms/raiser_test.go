@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // fakeFacts are Facts a test sets.

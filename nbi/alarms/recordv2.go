@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // The AlarmEventRecord of Monitoring API 2.0.0 (O2IMS clause 3.3.6.2.2; Table 3.3.2-1: 2.0.0 updated
@@ -70,7 +70,7 @@ func V2(v1 map[string]any) map[string]any {
 // renderV2 is 2.0.0's Alarm Change Notification (O2IMS Table 3.3.5.1.2-1), for a subscription made
 // under v2: globalCloudId, objectRef under v2, the record's 2.0.0 members (alarmAcknowledgeTime once
 // acknowledged); the clearing time, which it has no member for, in its extensions as under v1.
-func (r Renderer) renderV2(sub inventory.Subscription, event EventType, n inventory.Notice) []byte {
+func (r Renderer) renderV2(sub subscriptions.Subscription, event EventType, n subscriptions.Notice) []byte {
 	a := V2(n.Post.Attrs)
 	ext := map[string]any{}
 	if e, ok := a["extensions"].(map[string]any); ok {

@@ -25,8 +25,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/alerting"
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
@@ -123,7 +123,7 @@ func TestRealAlertmanagerPostsToTheReceiverAndTheAlarmClearsWhenTheAlertResolves
 
 	r := smo.New()
 	defer r.Close()
-	_, err = e.subs.Create(context.Background(), inventory.Subscription{Callback: r.URL()})
+	_, err = e.subs.Create(context.Background(), subscriptions.Subscription{Callback: r.URL()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

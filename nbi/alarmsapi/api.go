@@ -9,8 +9,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 const (
@@ -35,8 +35,8 @@ var Majors = []nbi.Major{
 type API struct {
 	store   *alarms.Store
 	metrics *alarms.Metrics
-	alerts  *alarms.Receiver             // nil: no Alertmanager receiver
-	subs    *inventory.SubscriptionStore // nil: no alarmSubscriptions
+	alerts  *alarms.Receiver                 // nil: no Alertmanager receiver
+	subs    *subscriptions.SubscriptionStore // nil: no alarmSubscriptions
 	created func()
 	mux     *nbi.Mux
 }

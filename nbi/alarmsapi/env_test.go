@@ -22,11 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
@@ -54,8 +55,8 @@ type env struct {
 	store     *alarms.Store
 	raiser    *alarms.Raiser
 	reg       *prometheus.Registry
-	subs      *inventory.SubscriptionStore // the alarm subscriptions
-	policy    *callback.Policy             // theirs: loopback allowed, for the test's receivers
+	subs      *subscriptions.SubscriptionStore // the alarm subscriptions
+	policy    *callback.Policy                 // theirs: loopback allowed, for the test's receivers
 
 	pageSize int // the next restart's page size (0: the default)
 
@@ -123,8 +124,9 @@ func (e *env) restart() {
 		require.NoError(t, err)
 		e.policy = p
 	}
-	e.subs = inventory.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).
+	e.subs = subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).
 		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy)
+	t.Cleanup(e.subs.Close)
 	api := New(e.store, metrics).WithAlertmanager(alarms.NewReceiver(e.cfg, e.facts)).WithSubscriptions(e.subs, nil)
 	e.Serve(nil, zap.NewNop(), []nbi.API{api}, func(c *nbi.Config) {
 		if e.pageSize > 0 {

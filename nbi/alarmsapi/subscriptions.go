@@ -10,8 +10,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // subscriptionInfo is the reference's AlarmSubscriptionInfo as sent.
@@ -29,7 +29,7 @@ var subscriptionSchema = query.Object("AlarmSubscriptionInfo", map[string]query.
 })
 
 // subscriptionAttrs is a stored subscription as answered.
-func subscriptionAttrs(s inventory.Subscription) map[string]any {
+func subscriptionAttrs(s subscriptions.Subscription) map[string]any {
 	out := map[string]any{"alarmSubscriptionId": s.SubscriptionID, "callback": s.Callback}
 	if s.ConsumerSubscriptionID != "" {
 		out["consumerSubscriptionId"] = s.ConsumerSubscriptionID
@@ -42,7 +42,7 @@ func subscriptionAttrs(s inventory.Subscription) map[string]any {
 
 // WithSubscriptions serves alarmSubscriptions over subs (of kind alarms.Subscriptions); created (may be
 // nil) is told of each new one (the notifier's AddSubscription).
-func (a *API) WithSubscriptions(subs *inventory.SubscriptionStore, created func()) *API {
+func (a *API) WithSubscriptions(subs *subscriptions.SubscriptionStore, created func()) *API {
 	a.subs, a.created = subs, created
 	return a
 }
@@ -82,12 +82,12 @@ func (a *API) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return subscriptionStoreError(err)
 	}
-	var match func(inventory.Subscription) bool
+	var match func(subscriptions.Subscription) bool
 	if q.Filter != nil {
-		match = func(s inventory.Subscription) bool { return q.Filter.Match(subscriptionAttrs(s)) }
+		match = func(s subscriptions.Subscription) bool { return q.Filter.Match(subscriptionAttrs(s)) }
 	}
-	candidates := nbi.After(subs, q.Marker, func(s inventory.Subscription) string { return s.SubscriptionID })
-	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(s inventory.Subscription) map[string]any {
+	candidates := nbi.After(subs, q.Marker, func(s subscriptions.Subscription) string { return s.SubscriptionID })
+	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(s subscriptions.Subscription) map[string]any {
 		return nbi.ApplySchema(q.Selection, subscriptionSchema, subscriptionAttrs(s))
 	})
 	if more {
@@ -114,7 +114,7 @@ func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	sub, err := a.subs.Get(ctx, id)
-	if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+	if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 		return nbi.NewProblem(http.StatusNotFound, "alarm subscription %q not found", id)
 	}
 	if err != nil {
@@ -140,7 +140,7 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request, major s
 	if info.AlarmSubscriptionID != "" {
 		return nbi.NewProblem(http.StatusBadRequest, "alarmSubscriptionId is allocated by the O-Cloud (readOnly); do not send it")
 	}
-	sub := inventory.Subscription{ConsumerSubscriptionID: info.ConsumerSubscriptionID, Filter: info.Filter, Callback: info.Callback}
+	sub := subscriptions.Subscription{ConsumerSubscriptionID: info.ConsumerSubscriptionID, Filter: info.Filter, Callback: info.Callback}
 	if major != "v1" {
 		sub.Major = major
 	}
@@ -170,7 +170,7 @@ func (a *API) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	if err := a.subs.Delete(ctx, id); err != nil {
-		if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+		if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 			return nbi.NewProblem(http.StatusNotFound, "alarm subscription %q not found", id)
 		}
 		return subscriptionStoreError(err)

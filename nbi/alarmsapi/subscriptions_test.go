@@ -17,8 +17,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 )
 
@@ -40,12 +40,12 @@ func (e *env) subscribe(callback, filter string) string {
 }
 
 // notifier runs an alarm notifier (the leader's) over the env's store and subscriptions, fast.
-func (e *env) notifier(ctx context.Context) *inventory.PolledNotifier {
+func (e *env) notifier(ctx context.Context) *subscriptions.PolledNotifier {
 	e.T.Helper()
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{
 		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: e.policy,
-	}, inventory.Polled{
+	}, subscriptions.Polled{
 		API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: e.store.Snapshot, Order: alarms.Order,
 		Every: 50 * time.Millisecond, Render: alarms.Renderer{GlobalCloudID: e.cfg.GlobalCloudID.String(), Root: "https://o2ims.example.com" + v1},
 	}, e.subs, zap.NewNop(), nil)
@@ -137,8 +137,9 @@ func TestAlarmSubscriptionsCRUDValidatedAndBounded(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, e.get(subsPath+"/not-a-uuid").Code())
 	require.Len(t, e.get(subsPath).Items(t), 1)
 	// The inventory's subscriptions are another kind in the same namespace: none of them is listed here.
-	inv := inventory.NewSubscriptionStore(e.kube, e.namespace).WithPolicy(e.policy)
-	_, err := inv.Create(context.Background(), inventory.Subscription{Callback: r.URL()})
+	inv := subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithPolicy(e.policy)
+	t.Cleanup(inv.Close)
+	_, err := inv.Create(context.Background(), subscriptions.Subscription{Callback: r.URL()})
 	require.NoError(t, err)
 	require.Len(t, e.get(subsPath).Items(t), 1)
 	invs, err := inv.List(context.Background())
@@ -249,7 +250,8 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 	ctxA, stopA := context.WithCancel(context.Background())
 	e.notifier(ctxA) // replica A leads
 	storeB := alarms.NewStore(e.kube, e.namespace)
-	subsB := inventory.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).WithPolicy(e.policy)
+	subsB := subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).WithPolicy(e.policy)
+	t.Cleanup(subsB.Close)
 
 	e.sim.SetOutage(http.StatusServiceUnavailable)
 	require.Error(t, e.refresh())
@@ -268,10 +270,10 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 	// B takes over: its own store and subscription store on the same ConfigMaps.
 	ctxB, stopB := context.WithCancel(context.Background())
 	defer stopB()
-	nB, err := inventory.NewPolledNotifier(inventory.NotifierConfig{
+	nB, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{
 		BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: e.policy,
-	}, inventory.Polled{API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: storeB.Snapshot, Order: alarms.Order,
+	}, subscriptions.Polled{API: "alarm", What: "Alarm event", Kind: alarms.KindAlarm, Read: storeB.Snapshot, Order: alarms.Order,
 		Every: 50 * time.Millisecond, Render: alarms.Renderer{GlobalCloudID: e.cfg.GlobalCloudID.String(), Root: "https://o2ims.example.com" + v1}},
 		subsB, zap.NewNop(), nil)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 )
 
 // getRaw reads path without the 1.x reference check: no 2.0.0 reference exists (oran-o2ims serves

@@ -6,10 +6,11 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // The O2IMS Infrastructure Inventory (reference: testdata/reference/o2ims-inventory), on the same
@@ -44,18 +45,18 @@ type API struct {
 	view *inventory.View // nil: Unserved
 	cfg  inventory.Config
 	dms  *DeploymentManagers
-	subs *subscriptions // nil: subscriptions not served
-	mux  *nbi.Mux       // set by Register
+	subs *subscriptionRoutes // nil: subscriptions not served
+	mux  *nbi.Mux            // set by Register
 }
 
 // New is the inventory API answered from view and dms; subs (may be nil: not served) stores the
 // subscriptions, and created (may be nil) is told of each new one, so that the notifier of this replica
 // starts delivering at once. With it, a request's infrastructureResourceIds answer as inventory
 // resource ids (ResourceIDs).
-func New(view *inventory.View, dms *DeploymentManagers, subs *inventory.SubscriptionStore, created func()) *API {
+func New(view *inventory.View, dms *DeploymentManagers, subs *subscriptions.SubscriptionStore, created func()) *API {
 	a := &API{view: view, cfg: view.Config(), dms: dms}
 	if subs != nil {
-		a.subs = &subscriptions{api: a, store: subs, created: created}
+		a.subs = &subscriptionRoutes{api: a, store: subs, created: created}
 	}
 	return a
 }
@@ -147,7 +148,7 @@ func (a *API) oCloudInfo(w http.ResponseWriter, r *http.Request) error {
 			return nbi.NewProblem(http.StatusBadRequest, "%s applies to lists; the O-Cloud is one object", p)
 		}
 	}
-	sel, err := nbi.ParseSelection(params, fieldList(inventory.OCloudInfoSchema), true)
+	sel, err := nbi.ParseSelection(params, fieldList(OCloudInfoSchema), true)
 	if err != nil {
 		return nbi.NewProblem(http.StatusBadRequest, "invalid attribute selector: %v", err)
 	}
@@ -169,32 +170,32 @@ func (a *API) oCloudInfo(w http.ResponseWriter, r *http.Request) error {
 		"oCloudId": cfg.OCloudID.String(), "globalCloudId": cfg.GlobalCloudID.String(),
 		"name": cfg.Name, "description": cfg.Description, "serviceUri": uri, "extensions": ext,
 	}
-	a.mux.Write(w, r, http.StatusOK, applyMap(sel, inventory.OCloudInfoSchema, info))
+	a.mux.Write(w, r, http.StatusOK, applyMap(sel, OCloudInfoSchema, info))
 	return nil
 }
 
 func (a *API) listResourceTypes(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.ResourceTypeSchema, a.view.Snapshot().Types)
+	return a.list(w, r, ResourceTypeSchema, a.view.Snapshot().Types)
 }
 
 func (a *API) listResourcePools(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.ResourcePoolSchema, a.view.Snapshot().Pools)
+	return a.list(w, r, ResourcePoolSchema, a.view.Snapshot().Pools)
 }
 
 func (a *API) listOCloudSites(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.OCloudSiteSchema, a.view.Snapshot().Sites)
+	return a.list(w, r, OCloudSiteSchema, a.view.Snapshot().Sites)
 }
 
 // listLocations: NetBox has no SMO-defined globalLocationId, so there is no location this O-Cloud can
 // name truthfully; the list is empty (and the query is still checked).
 func (a *API) listLocations(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.LocationSchema, nil)
+	return a.list(w, r, LocationSchema, nil)
 }
 
 // listAlarmDictionaries: the dictionaries of the alarms the operator raises (nbi/alarms): one per
 // resource type, one for deployment managers, one for the O-Cloud's pools and itself.
 func (a *API) listAlarmDictionaries(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.AlarmDictionarySchema, alarms.Dictionaries(a.cfg, a.view.Snapshot().Types))
+	return a.list(w, r, AlarmDictionarySchema, alarms.Dictionaries(a.cfg, a.view.Snapshot().Types))
 }
 
 func (a *API) listResources(w http.ResponseWriter, r *http.Request) error {
@@ -205,7 +206,7 @@ func (a *API) listResources(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := a.view.Pool(pool); !ok {
 		return nbi.NewProblem(http.StatusNotFound, "resource pool %q not found", pool)
 	}
-	return a.list(w, r, inventory.ResourceSchema, a.view.Snapshot().Resources[pool])
+	return a.list(w, r, ResourceSchema, a.view.Snapshot().Resources[pool])
 }
 
 func (a *API) getResource(w http.ResponseWriter, r *http.Request) error {

@@ -21,11 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
@@ -59,7 +60,7 @@ func newInvEnv(t *testing.T, seed func(*netboxsim.Server), tweak ...func(*nbi.Co
 
 // startInvEnv is newInvEnv serving the subscriptions subs makes (nil: none), after the view's first
 // refresh and before the server starts.
-func startInvEnv(t *testing.T, seed func(*netboxsim.Server), subs func(*invEnv) *inventory.SubscriptionStore, tweak ...func(*nbi.Config)) *invEnv {
+func startInvEnv(t *testing.T, seed func(*netboxsim.Server), subs func(*invEnv) *subscriptions.SubscriptionStore, tweak ...func(*nbi.Config)) *invEnv {
 	t.Helper()
 	sim := netboxsim.New(netboxsim.Options{Tokens: []string{invToken}})
 	for _, f := range netboxsim.StandardFields() {
@@ -97,7 +98,7 @@ func startInvEnv(t *testing.T, seed func(*netboxsim.Server), subs func(*invEnv) 
 	require.NoError(t, ie.refresher.Refresh(context.Background(), true))
 
 	ie.Env = e
-	var store *inventory.SubscriptionStore
+	var store *subscriptions.SubscriptionStore
 	if subs != nil {
 		store = subs(ie)
 	}

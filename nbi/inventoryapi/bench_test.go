@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/provisioning"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 )
 
 // DeploymentManagers are the Cluster API Clusters of the fulfilled ProvisioningRequests, from the
@@ -128,7 +128,7 @@ func (a *API) listDeploymentManagers(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return nbi.StoreUnavailable(err)
 	}
-	return a.list(w, r, inventory.DeploymentManagerSchema, dms)
+	return a.list(w, r, DeploymentManagerSchema, dms)
 }
 
 func (a *API) getDeploymentManager(w http.ResponseWriter, r *http.Request) error {

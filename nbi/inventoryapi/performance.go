@@ -3,8 +3,8 @@ package inventoryapi
 import (
 	"net/http"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 )
 
 // The performance dictionaries (O2IMS Table 3.2.3-1: Performance Dictionary List and Performance
@@ -19,7 +19,7 @@ func (a *API) performanceRoutes(v string) {
 }
 
 func (a *API) listPerformanceDictionaries(w http.ResponseWriter, r *http.Request) error {
-	return a.list(w, r, inventory.PerformanceDictionarySchema, inventory.PerformanceDictionaries(a.cfg, a.view.Snapshot().Types))
+	return a.list(w, r, PerformanceDictionarySchema, inventory.PerformanceDictionaries(a.cfg, a.view.Snapshot().Types))
 }
 
 func (a *API) getPerformanceDictionary(w http.ResponseWriter, r *http.Request) error {

@@ -9,23 +9,24 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // maxSubscriptionBody bounds a subscription POST: a callback, a filter and two ids.
 const maxSubscriptionBody = 64 << 10
 
-// subscriptions are the inventory subscriptions' routes, over store (ConfigMaps in the operator's
+// subscriptionRoutes are the inventory subscriptions' routes, over store (ConfigMaps in the operator's
 // namespace); created (may be nil) is told of each new one.
-type subscriptions struct {
+type subscriptionRoutes struct {
 	api     *API
-	store   *inventory.SubscriptionStore
+	store   *subscriptions.SubscriptionStore
 	created func()
 }
 
-func (s *subscriptions) register(m *nbi.Mux, prefix string) {
+func (s *subscriptionRoutes) register(m *nbi.Mux, prefix string) {
 	c := prefix + "/subscriptions"
 	m.Handle("GET "+c, nbi.VerbList, s.list)
 	m.Handle("POST "+c, nbi.VerbCreate, s.create)
@@ -47,7 +48,7 @@ func subscriptionStoreError(err error) error {
 	return nbi.NewProblem(http.StatusBadGateway, "the subscriptions could not be read or written").WithCause(err)
 }
 
-func (s *subscriptions) list(w http.ResponseWriter, r *http.Request) error {
+func (s *subscriptionRoutes) list(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	subs, err := s.store.List(ctx)
@@ -58,10 +59,10 @@ func (s *subscriptions) list(w http.ResponseWriter, r *http.Request) error {
 	for i, sub := range subs {
 		entries[i] = inventory.NewEntry(sub.SubscriptionID, sub.Attrs())
 	}
-	return s.api.list(w, r, inventory.SubscriptionSchema, entries)
+	return s.api.list(w, r, subscriptions.SubscriptionSchema, entries)
 }
 
-func (s *subscriptions) get(w http.ResponseWriter, r *http.Request) error {
+func (s *subscriptionRoutes) get(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathUUID(r, "subscriptionId", "subscription")
 	if err != nil {
 		return err
@@ -69,7 +70,7 @@ func (s *subscriptions) get(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	sub, err := s.store.Get(ctx, id)
-	if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+	if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 		return nbi.NewProblem(http.StatusNotFound, "subscription %q not found", id)
 	}
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *subscriptions) get(w http.ResponseWriter, r *http.Request) error {
 
 // create stores a subscription: a JSON Subscription whose callback is an absolute http or
 // https URI (400 otherwise); 201 with its Location and the stored Subscription.
-func (s *subscriptions) create(w http.ResponseWriter, r *http.Request) error {
+func (s *subscriptionRoutes) create(w http.ResponseWriter, r *http.Request) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != query.MediaJSON {
 		return nbi.NewProblem(http.StatusUnsupportedMediaType, "a subscription is sent as application/json")
 	}
@@ -95,7 +96,7 @@ func (s *subscriptions) create(w http.ResponseWriter, r *http.Request) error {
 	if len(data) > maxSubscriptionBody {
 		return nbi.NewProblem(http.StatusRequestEntityTooLarge, "a subscription is at most %d bytes", maxSubscriptionBody)
 	}
-	var sub inventory.Subscription
+	var sub subscriptions.Subscription
 	// Strict: an unknown or duplicate field, or a second JSON value, is refused.
 	if err := query.DecodeJSON(data, &sub); err != nil {
 		return nbi.NewProblem(http.StatusBadRequest, "the body is not a Subscription: %v", err)
@@ -119,7 +120,7 @@ func (s *subscriptions) create(w http.ResponseWriter, r *http.Request) error {
 
 // delete removes it: 200 with no body (the reference declares none); deliveries stop
 // within the notifier's subscription poll.
-func (s *subscriptions) delete(w http.ResponseWriter, r *http.Request) error {
+func (s *subscriptionRoutes) delete(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathUUID(r, "subscriptionId", "subscription")
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func (s *subscriptions) delete(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.api.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	if err := s.store.Delete(ctx, id); err != nil {
-		if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+		if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 			return nbi.NewProblem(http.StatusNotFound, "subscription %q not found", id)
 		}
 		return subscriptionStoreError(err)

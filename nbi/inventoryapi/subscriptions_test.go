@@ -18,10 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
@@ -33,14 +34,14 @@ type subsEnv struct {
 	*invEnv
 	kube      kubernetes.Interface
 	namespace string
-	subs      *inventory.SubscriptionStore
+	subs      *subscriptions.SubscriptionStore
 	policy    *callback.Policy
 }
 
 func newSubsEnv(t *testing.T) *subsEnv {
 	t.Helper()
 	se := &subsEnv{}
-	se.invEnv = startInvEnv(t, seedSix, func(ie *invEnv) *inventory.SubscriptionStore {
+	se.invEnv = startInvEnv(t, seedSix, func(ie *invEnv) *subscriptions.SubscriptionStore {
 		kube := kubernetes.NewForConfigOrDie(ie.Kapi.AdminConfig())
 		ns := strings.TrimSuffix("inv-"+ie.Prefix, "-")
 		_, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -50,7 +51,8 @@ func newSubsEnv(t *testing.T) *subsEnv {
 		// installation would with CALLBACK_ALLOW_CIDRS; names resolve through testLookup, never DNS.
 		policy := testPolicy(t, callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, testLookup)
 		se.kube, se.namespace, se.policy = kube, ns, policy
-		se.subs = inventory.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil).WithPolicy(policy)
+		se.subs = subscriptions.NewSubscriptionStore(kube, ns).WithBaseline(ie.view, nil).WithPolicy(policy)
+		t.Cleanup(se.subs.Close)
 		return se.subs
 	})
 	return se
@@ -94,7 +96,7 @@ func TestSubscriptionsAreStoredAsConfigMapsAndValidated(t *testing.T) {
 
 	a := se.subscribe("https://smo.example.com/smo/v1/observer", "(eq,objectType,resource)")
 	b := se.subscribe("http://smo.example.com:8080/other", "")
-	cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: inventory.SubscriptionLabel + "=true"})
+	cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(context.Background(), metav1.ListOptions{LabelSelector: subscriptions.SubscriptionLabel + "=true"})
 	require.NoError(t, err)
 	require.Len(t, cms.Items, 2)
 
@@ -117,9 +119,9 @@ func TestSubscriptionsAreStoredAsConfigMapsAndValidated(t *testing.T) {
 }
 
 // notifier runs a notifier over the env's view with fast retries.
-func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prometheus.Registerer) *inventory.Notifier {
+func (se *subsEnv) notifier(ctx context.Context, view *inventory.View, reg prometheus.Registerer) *subscriptions.Notifier {
 	se.T.Helper()
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{
+	n, err := subscriptions.NewNotifier(subscriptions.NotifierConfig{
 		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 100 * time.Millisecond, ManagerPoll: 100 * time.Millisecond, PersistEvery: 50 * time.Millisecond,
 		Policy: se.policy,
@@ -241,7 +243,7 @@ func TestChangesWhileDownAreNotifiedAfterRestart(t *testing.T) {
 	require.NoError(t, se.refresher.Refresh(ctx, false))
 	require.Equal(t, []string{"resource 1 3 offline"}, waitEvents(t, r, 1))
 	require.Eventually(t, func() bool {
-		cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(ctx, metav1.ListOptions{LabelSelector: inventory.SubscriptionLabel + "=true"})
+		cms, err := se.kube.CoreV1().ConfigMaps(se.namespace).List(ctx, metav1.ListOptions{LabelSelector: subscriptions.SubscriptionLabel + "=true"})
 		return err == nil && len(cms.Items) == 1 && len(cms.Items[0].BinaryData["progress.json.gz"]) > 0
 	}, 10*time.Second, 10*time.Millisecond, "progress persisted in the subscription's ConfigMap once delivered")
 	time.Sleep(200 * time.Millisecond)
@@ -300,7 +302,7 @@ func TestOnlyTheLeaderDelivers(t *testing.T) {
 	se.subscribe(r.URL(), "(eq,objectType,resource)")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := inventory.NewNotifier(inventory.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: se.policy},
+	n, err := subscriptions.NewNotifier(subscriptions.NotifierConfig{SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: se.policy},
 		se.view, se.subs, nil, nil, nil)
 	require.NoError(t, err)
 	require.True(t, n.NeedLeaderElection(), "the notifier is a runnable of the leader: the framework starts it on leading")

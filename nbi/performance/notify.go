@@ -9,7 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // Reports pushed to subscribers. Clause 3.7.5 specifies no notification and Table 3.7.3-1 no
@@ -31,7 +32,7 @@ const (
 )
 
 // Subscriptions is the performance API's kind of subscription.
-var Subscriptions = inventory.SubscriptionKind{
+var Subscriptions = subscriptions.SubscriptionKind{
 	Prefix: "o2ims-performance-subscription-", Label: SubscriptionLabel, MaxEnv: EnvMaxSubscriptions,
 	CheckFilter: func(f string) error {
 		if u, err := uuid.Parse(f); err != nil || u.String() != f {
@@ -95,7 +96,7 @@ func (r Renderer) Compile(filter string) (any, error) { return filter, nil }
 
 // Render writes the report of n for sub; nothing for a job deleted, a job not yet collected, or one the
 // filter leaves out.
-func (r Renderer) Render(sub inventory.Subscription, filter any, n inventory.Notice) ([]byte, bool) {
+func (r Renderer) Render(sub subscriptions.Subscription, filter any, n subscriptions.Notice) ([]byte, bool) {
 	if n.Post == nil {
 		return nil, false
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Queries is the one table from a measurement of the performance dictionaries (inventory.Measurements,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // The one table covers exactly the measurements the performance dictionaries list, each over the

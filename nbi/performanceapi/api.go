@@ -16,9 +16,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 const (
@@ -42,7 +42,7 @@ type API struct {
 	bounds  performance.Bounds
 	now     func() time.Time
 	mux     *nbi.Mux
-	subs    *inventory.SubscriptionStore // nil: no performanceSubscriptions
+	subs    *subscriptions.SubscriptionStore // nil: no performanceSubscriptions
 	created func()
 }
 

@@ -19,11 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 )
@@ -49,7 +50,7 @@ type env struct {
 	eval      *performance.Evaluator
 	promURL   string // "" no Prometheus configured (queries fail)
 	auth      bool   // NBI_AUTH=kubernetes: callers reviewed by the API server
-	subs      *inventory.SubscriptionStore
+	subs      *subscriptions.SubscriptionStore
 	policy    *callback.Policy // loopback allowed, for the test's receivers
 
 	mu     sync.Mutex
@@ -111,8 +112,9 @@ func (e *env) restart() {
 		require.NoError(t, err)
 		e.policy = p
 	}
-	e.subs = inventory.NewSubscriptionStore(e.kube, e.namespace).WithKind(performance.Subscriptions).
+	e.subs = subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(performance.Subscriptions).
 		WithBaselineFunc(e.store.Snapshot).WithPolicy(e.policy).WithMax(testBounds.MaxSubscriptions)
+	t.Cleanup(e.subs.Close)
 	api := New(e.store, testBounds).WithSubscriptions(e.subs, nil)
 	if e.auth {
 		e.Serve(e.kube, zap.NewNop(), []nbi.API{api}, nbitest.WithKubernetesAuth)

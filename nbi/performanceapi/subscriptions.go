@@ -8,9 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
 // performanceSubscriptions: SOL 013 subscribe/notify for the jobs' reports (nbi/performance: notify.go
@@ -30,7 +30,7 @@ var subscriptionSchema = query.Object("PerformanceSubscriptionInfo", map[string]
 	"filter": query.Simple().Optional(), "callback": query.Simple(),
 })
 
-func subscriptionAttrs(s inventory.Subscription) map[string]any {
+func subscriptionAttrs(s subscriptions.Subscription) map[string]any {
 	out := map[string]any{"performanceSubscriptionId": s.SubscriptionID, "callback": s.Callback}
 	if s.ConsumerSubscriptionID != "" {
 		out["consumerSubscriptionId"] = s.ConsumerSubscriptionID
@@ -43,7 +43,7 @@ func subscriptionAttrs(s inventory.Subscription) map[string]any {
 
 // WithSubscriptions serves performanceSubscriptions over subs (of kind performance.Subscriptions);
 // created (may be nil) is told of each new one (the notifier's AddSubscription).
-func (a *API) WithSubscriptions(subs *inventory.SubscriptionStore, created func()) *API {
+func (a *API) WithSubscriptions(subs *subscriptions.SubscriptionStore, created func()) *API {
 	a.subs, a.created = subs, created
 	return a
 }
@@ -81,12 +81,12 @@ func (a *API) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return subscriptionError(err)
 	}
-	var match func(inventory.Subscription) bool
+	var match func(subscriptions.Subscription) bool
 	if q.Filter != nil {
-		match = func(s inventory.Subscription) bool { return q.Filter.Match(subscriptionAttrs(s)) }
+		match = func(s subscriptions.Subscription) bool { return q.Filter.Match(subscriptionAttrs(s)) }
 	}
-	candidates := nbi.After(subs, q.Marker, func(s inventory.Subscription) string { return s.SubscriptionID })
-	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(s inventory.Subscription) map[string]any {
+	candidates := nbi.After(subs, q.Marker, func(s subscriptions.Subscription) string { return s.SubscriptionID })
+	page, more := nbi.Page(candidates, a.mux.Config().PageSize, match, func(s subscriptions.Subscription) map[string]any {
 		return nbi.ApplySchema(q.Selection, subscriptionSchema, subscriptionAttrs(s))
 	})
 	if more {
@@ -112,7 +112,7 @@ func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	sub, err := a.subs.Get(ctx, id)
-	if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+	if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 		return nbi.NewProblem(http.StatusNotFound, "performance subscription %q not found", id)
 	}
 	if err != nil {
@@ -134,7 +134,7 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	if info.ID != "" {
 		return nbi.NewProblem(http.StatusBadRequest, "performanceSubscriptionId is allocated by the O-Cloud; do not send it")
 	}
-	sub := inventory.Subscription{ConsumerSubscriptionID: info.ConsumerSubscriptionID, Filter: info.Filter, Callback: info.Callback}
+	sub := subscriptions.Subscription{ConsumerSubscriptionID: info.ConsumerSubscriptionID, Filter: info.Filter, Callback: info.Callback}
 	if err := sub.ValidateWith(performance.Subscriptions.CheckFilter); err != nil {
 		return nbi.NewProblem(http.StatusBadRequest, "%v", err)
 	}
@@ -160,7 +160,7 @@ func (a *API) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.mux.Config().CallTimeout(r.Context())
 	defer cancel()
 	if err := a.subs.Delete(ctx, id); err != nil {
-		if errors.Is(err, inventory.ErrSubscriptionNotFound) {
+		if errors.Is(err, subscriptions.ErrSubscriptionNotFound) {
 			return nbi.NewProblem(http.StatusNotFound, "performance subscription %q not found", id)
 		}
 		return subscriptionError(err)

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 )
 
 // Each collection of a job is a MeasurementReportNotification to its subscribers (SOL 013 subscribe/
@@ -34,10 +34,10 @@ func TestEachCollectionIsReportedToSubscribers(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := inventory.NewPolledNotifier(inventory.NotifierConfig{
+	n, err := subscriptions.NewPolledNotifier(subscriptions.NotifierConfig{
 		Timeout: 300 * time.Millisecond, BackoffBase: 20 * time.Millisecond, BackoffCap: 200 * time.Millisecond,
 		SubscriptionPoll: 50 * time.Millisecond, PersistEvery: 50 * time.Millisecond, Policy: e.policy,
-	}, inventory.Polled{
+	}, subscriptions.Polled{
 		API: "performance", What: "Measurement report", Kind: performance.KindJob, Read: e.store.Snapshot, Order: performance.Order,
 		Every: 50 * time.Millisecond, Render: performance.Renderer{Root: "https://o2ims.example.com" + v2},
 	}, e.subs, zap.NewNop(), nil)

@@ -30,9 +30,9 @@ var (
 )
 
 // runGoBenchmarks runs the framework dispatch and NBI handler benchmarks (their TestMain starts an API
-// server, which the benchmarks themselves do not use) and the notifier's token requests (nbi/inventory).
+// server, which the benchmarks themselves do not use) and the notifier's token requests (subscriptions).
 func runGoBenchmarks(ctx context.Context, root string) ([]goBench, string, error) {
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "1", "./framework/", "./nbi/provisioning/", "./nbi/inventoryapi/", "./nbi/inventory/"}
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", "1", "./framework/", "./nbi/provisioning/", "./nbi/inventoryapi/", "./subscriptions/"}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = os.Environ()

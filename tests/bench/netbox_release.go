@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/netboxsim"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
@@ -252,7 +252,7 @@ func servedOrder(patches []netboxsim.PatchRecord, waiters []string, uids map[str
 // grow empties the pool of requests, then adds devices (with their BMC credentials) up to c.nbDevices and
 // waits until the operator's view holds them all, and then until a refresh lists the devices changed in
 // one page (five at most): the refreshes right after the growth re-read its last seconds (their overlap,
-// nbi/inventory/refresh.go), one or more depending on when they ran. It returns right after a refresh.
+// inventory/refresh.go), one or more depending on when they ran. It returns right after a refresh.
 func (b *nbBench) grow(ctx context.Context, _ *nbScaleResult) error {
 	say(b.c, "4b: the pool grown from %d to %d devices", b.c.hosts, b.c.nbDevices)
 	if err := b.drain(ctx, runLabel+"="+nbRun); err != nil {

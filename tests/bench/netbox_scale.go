@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory"
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/nbitest"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )

@@ -71,6 +71,18 @@ var hostsMayUse = []string{"handlers/kube"}
 // provisioning API are wired there).
 var nbiAPIs = []string{"nbi/provisioning", "nbi/inventoryapi", "nbi/alarmsapi", "nbi/performanceapi"}
 
+// model is the O-Cloud model (the inventory view, its refresh, its free hosts): the chain's host step and
+// the APIs both read it, so it knows neither, nor HTTP (nbi/), nor the delivery that listens to it.
+const model = "inventory"
+
+// delivery is the subscriptions and their at-least-once notifiers, shared by the APIs: it reads the model
+// and the NBI's leaves (nbi/query, nbi/callback, nbi/caller), never the shell, an API or the chain.
+const delivery = "subscriptions"
+
+// configMaps is the cached reads and the writes of the operator's own ConfigMaps (the stores'): API access
+// only, it imports nothing of ours.
+const configMaps = "cmstore"
+
 // shared is the infrastructure both API clients and the leaves use (token files, redirects, backoff, text
 // and JSON helpers): it imports nothing of ours outside shared and no k8s.io module, so it adds no arrow
 // (netbox stays free of Kubernetes, a leaf stays pure).
@@ -121,6 +133,14 @@ func importViolations(pkgs []goPackage) []string {
 				flag(p, imp, "netbox is the inventory client only: it knows no framework, chain or NBI")
 			case under(me, "handlers") && ours && under(them, "nbi"):
 				flag(p, imp, "the chain never depends on the northbound API")
+			case under(me, "handlers") && ours && under(them, delivery):
+				flag(p, imp, "the chain notifies no subscriber: it reads the model (inventory/) only")
+			case under(me, configMaps) && ours && !infra:
+				flag(p, imp, "cmstore is API access only: it knows no store, API or chain")
+			case under(me, model) && ours && (under(them, "nbi") || under(them, "handlers") || under(them, "framework") || under(them, delivery)):
+				flag(p, imp, "the O-Cloud model knows no API, HTTP, chain, framework or delivery: they read it")
+			case under(me, delivery) && ours && (them == "nbi" || slices.Contains(nbiAPIs, them) || under(them, "handlers") || under(them, "framework")):
+				flag(p, imp, "the subscriptions know no API nor the NBI's shell (they register no route) nor the chain")
 			case me == "handlers" && ours && under(them, "netbox"):
 				flag(p, imp, "the chain reaches the inventory only through its host step (handlers/hosts)")
 			case under(me, "handlers/hosts") && ours && under(them, "handlers") && !under(them, "handlers/hosts") && !slices.Contains(hostsMayUse, them):
@@ -282,7 +302,7 @@ func TestImportBoundaries(t *testing.T) {
 		}
 	}
 	// The rules name these; if one moved, the rules would silently pass over it.
-	for _, want := range append(append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox", process}, nbiAPIs...), alone...) {
+	for _, want := range append(append([]string{"framework", "handlers", "handlers/hosts", "handlers/kube", "nbi", "netbox", process, model, delivery, configMaps}, nbiAPIs...), alone...) {
 		require.True(t, seen[want], "package %s is gone: update docs/architecture.md and arch_test.go", want)
 	}
 
@@ -329,7 +349,17 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "nbi/inventoryapi", imports: []string{m("nbi/provisioning")}},
 			{pkg: "nbi/provisioning", imports: []string{m("handlers/hosts")}},
 			{pkg: "nbi/inventoryapi", imports: []string{m("framework")}},
-			{pkg: "nbi/inventory", imports: []string{m("framework")}},
+			{pkg: "inventory", imports: []string{m("framework")}},
+			{pkg: "inventory", imports: []string{m("nbi")}},
+			{pkg: "inventory", imports: []string{m("nbi/query")}},
+			{pkg: "inventory", imports: []string{m("subscriptions")}},
+			{pkg: "inventory", imports: []string{m("handlers/hosts")}},
+			{pkg: "subscriptions", imports: []string{m("nbi")}},
+			{pkg: "subscriptions", imports: []string{m("nbi/alarmsapi")}},
+			{pkg: "subscriptions", imports: []string{m("handlers")}},
+			{pkg: "handlers/hosts", imports: []string{m("subscriptions")}},
+			{pkg: "cmstore", imports: []string{m("nbi/caller")}},
+			{pkg: "handlers", imports: []string{m("nbi/inventoryapi")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
 			{pkg: "api/v1alpha1", imports: []string{m("api/spec")}},
 			{pkg: "nbi/provisioning", imports: []string{m("handlers/kube")}},
@@ -354,7 +384,11 @@ func TestImportBoundaries(t *testing.T) {
 		assert.Empty(t, importViolations([]goPackage{
 			{ImportPath: m("nbi"), Imports: []string{m("api/v1alpha1"), m("internal/quote"), m("nbi/query")}},
 			{ImportPath: m("nbi/provisioning"), Imports: []string{m("api/v1alpha1"), m("api/spec"), m("nbi"), m("nbi/query")}},
-			{ImportPath: m("nbi/inventoryapi"), Imports: []string{m("api/external"), m("api/v1alpha1"), m("nbi"), m("nbi/callback"), m("nbi/inventory"), m("nbi/query"), m("netbox")}},
+			{ImportPath: m("nbi/inventoryapi"), Imports: []string{m("api/external"), m("api/v1alpha1"), m("nbi"), m("nbi/callback"), m("inventory"), m("subscriptions"), m("nbi/query"), m("netbox")}},
+			{ImportPath: m("inventory"), Imports: []string{m("netbox"), m("internal/ocloud")}},
+			{ImportPath: m("subscriptions"), Imports: []string{m("inventory"), m("nbi/callback"), m("nbi/caller"), m("nbi/query"), m("internal/backoff")}},
+			{ImportPath: m("handlers/hosts"), Imports: []string{m("inventory")}},
+			{ImportPath: m("nbi/alarms"), Imports: []string{m("cmstore"), m("subscriptions"), m("inventory")}},
 			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/hosts"), m("handlers/kube")}},
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},

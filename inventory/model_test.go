@@ -27,7 +27,7 @@ func TestViewModel(t *testing.T) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d (replay: go test -run TestViewModel ./nbi/inventory/ -args -seed=%d)", seed, seed)
+	t.Logf("seed %d (replay: go test -run TestViewModel ./inventory/ -args -seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	f := newFixture(t, 8)
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // subscriber is one subscription being delivered to: its queue and its delivery's state.
@@ -35,7 +37,7 @@ type subscriberSet struct {
 	compile func(string) (any, error) // a subscription's filter (its Renderer's Compile)
 	// order, when set, orders the changes a diff finds as they happened (the alarms by their change
 	// time), rather than as the view would have emitted them.
-	order      func(a, b Change) int
+	order      func(a, b inventory.Change) int
 	queueLimit int
 	deliver    func(context.Context, *subscriber)
 	metrics    *notifierMetrics
@@ -47,7 +49,7 @@ type subscriberSet struct {
 	syncing sync.Mutex
 
 	mu     sync.Mutex
-	state  map[string]Change
+	state  map[string]inventory.Change
 	subs   map[string]*subscriber
 	ctx    context.Context // the notifier's while it runs, nil otherwise
 	active sync.WaitGroup  // deliveries running
@@ -62,7 +64,7 @@ func (ss *subscriberSet) begin(ctx context.Context) {
 
 // seed records objects as they are now, without notifying anyone (the view's at attach, the deployment
 // managers at start).
-func (ss *subscriberSet) seed(objs map[string]Change) {
+func (ss *subscriberSet) seed(objs map[string]inventory.Change) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for id, c := range objs {
@@ -72,18 +74,18 @@ func (ss *subscriberSet) seed(objs map[string]Change) {
 
 // apply records changes and queues them for every subscriber. It is the view's sink: it runs under the
 // view's lock and only appends.
-func (ss *subscriberSet) apply(changes []Change) {
+func (ss *subscriberSet) apply(changes []inventory.Change) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.applyLocked(changes)
 }
 
-func (ss *subscriberSet) applyLocked(changes []Change) {
+func (ss *subscriberSet) applyLocked(changes []inventory.Change) {
 	for _, c := range changes {
 		if c.Post == nil {
 			delete(ss.state, c.ID)
 		} else {
-			ss.state[c.ID] = Change{Kind: c.Kind, ID: c.ID, Post: c.Post}
+			ss.state[c.ID] = inventory.Change{Kind: c.Kind, ID: c.ID, Post: c.Post}
 		}
 		for _, s := range ss.subs {
 			s.queue.push(c)
@@ -92,21 +94,21 @@ func (ss *subscriberSet) applyLocked(changes []Change) {
 }
 
 // managersChanged applies what changed of the deployment managers since the last seen (dms: all now).
-func (ss *subscriberSet) managersChanged(dms []*Entry) {
-	cur := make(map[string]Change, len(dms))
+func (ss *subscriberSet) managersChanged(dms []*inventory.Entry) {
+	cur := make(map[string]inventory.Change, len(dms))
 	for _, e := range dms {
-		cur[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+		cur[e.ID] = inventory.Change{Kind: inventory.KindDeploymentManager, ID: e.ID, Post: e}
 	}
-	ss.kindChanged(KindDeploymentManager, cur)
+	ss.kindChanged(inventory.KindDeploymentManager, cur)
 }
 
 // kindChanged applies what changed of the objects of kind since the last seen (cur: all of them now),
 // for objects that are polled rather than pushed (deployment managers, alarms).
-func (ss *subscriberSet) kindChanged(kind Kind, cur map[string]Change) {
+func (ss *subscriberSet) kindChanged(kind inventory.Kind, cur map[string]inventory.Change) {
 	now := ss.clock.Now()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	before := map[string]Change{}
+	before := map[string]inventory.Change{}
 	for id, c := range ss.state {
 		if c.Kind == kind {
 			before[id] = c
@@ -184,7 +186,7 @@ func (ss *subscriberSet) join(ctx context.Context, sub Subscription) {
 				zap.String("subscription", sub.SubscriptionID), zap.Int("changes", len(missed)))
 		}
 	} else {
-		told := make(map[string]Change, len(ss.state))
+		told := make(map[string]inventory.Change, len(ss.state))
 		for id, c := range ss.state {
 			told[id] = c
 		}
@@ -264,7 +266,7 @@ func (ss *subscriberSet) Collect(ch chan<- prometheus.Metric) {
 }
 
 // diff is what changed from before to now, in ss's order.
-func (ss *subscriberSet) diff(before, now map[string]Change, at time.Time) []Change {
+func (ss *subscriberSet) diff(before, now map[string]inventory.Change, at time.Time) []inventory.Change {
 	changes := diff(before, now, at)
 	if ss.order != nil {
 		slices.SortStableFunc(changes, ss.order)
@@ -273,18 +275,18 @@ func (ss *subscriberSet) diff(before, now map[string]Change, at time.Time) []Cha
 }
 
 // diff is what changed from before to now, ordered as the view would have emitted it.
-func diff(before, now map[string]Change, at time.Time) []Change {
-	var changes []Change
+func diff(before, now map[string]inventory.Change, at time.Time) []inventory.Change {
+	var changes []inventory.Change
 	for id, c := range now {
 		if b, ok := before[id]; !ok {
-			changes = append(changes, Change{Kind: c.Kind, ID: id, Post: c.Post, At: at})
+			changes = append(changes, inventory.Change{Kind: c.Kind, ID: id, Post: c.Post, At: at})
 		} else if !bytes.Equal(b.Post.JSON, c.Post.JSON) {
-			changes = append(changes, Change{Kind: c.Kind, ID: id, Prior: b.Post, Post: c.Post, At: at})
+			changes = append(changes, inventory.Change{Kind: c.Kind, ID: id, Prior: b.Post, Post: c.Post, At: at})
 		}
 	}
 	for id, b := range before {
 		if _, ok := now[id]; !ok {
-			changes = append(changes, Change{Kind: b.Kind, ID: id, Prior: b.Post, At: at})
+			changes = append(changes, inventory.Change{Kind: b.Kind, ID: id, Prior: b.Post, At: at})
 		}
 	}
 	sortChanges(changes)
@@ -293,9 +295,9 @@ func diff(before, now map[string]Change, at time.Time) []Change {
 
 // sortChanges orders a reconstructed batch as the view would have: creations of pools and types
 // before the resources naming them, deletions of resources before those of their pools and types.
-func sortChanges(cs []Change) {
-	rank := func(c Change) int {
-		order := map[Kind]int{KindResourcePool: 0, KindResourceType: 1, KindResource: 2, KindDeploymentManager: 3}[c.Kind]
+func sortChanges(cs []inventory.Change) {
+	rank := func(c inventory.Change) int {
+		order := map[inventory.Kind]int{inventory.KindResourcePool: 0, inventory.KindResourceType: 1, inventory.KindResource: 2, inventory.KindDeploymentManager: 3}[c.Kind]
 		if c.Post == nil {
 			return 10 - order
 		}

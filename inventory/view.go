@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"sync"
@@ -32,60 +31,23 @@ type Change struct {
 
 // View is the in-memory inventory. Its zero value is not usable; see NewView.
 type View struct {
-	cfg   Config
-	owner func(uid string) string // a request's name by uid; nil: none known
-	clock clock.WithTicker        // stamps changes and refreshes, and paces the refresher
+	clock clock.WithTicker // stamps changes and refreshes, and paces the refresher
 	// synced is closed once a full listing has been applied (the notifier waits for it).
 	synced chan struct{}
 
 	mu          sync.RWMutex
-	devices     map[int32]*device
-	byResource  map[string]int32
-	sites       map[int32]siteDetail
-	types       map[int32]typeDetail
-	poolRefs    map[int32]int // devices per site
-	typeRefs    map[int32]int // devices per device type
-	pools       map[int32]*Entry
-	ocSites     map[int32]*Entry
-	rtypes      map[int32]*Entry
-	byPool      map[string]int32 // pool id → site id
-	bySite      map[string]int32 // O-Cloud site id → site id
-	byType      map[string]int32
-	rev         uint64
+	index       // the objects, under mu (index.go)
 	snap        *Snapshot
 	lastRefresh time.Time // last successful refresh from NetBox
 	sinks       []func([]Change)
-	free        map[int32]*device // the devices a claim can start from (InventoryDevice.Free): freehosts.go
-	freeHooks   []func(dev *netbox.InventoryDevice, free bool)
-}
-
-type device struct {
-	rec   netbox.InventoryDevice
-	entry *Entry
-}
-
-type siteDetail struct {
-	site   netbox.InventorySite
-	listed bool // from the site listing (complete), not a device's nested site
-}
-
-type typeDetail struct {
-	t      netbox.InventoryDeviceType
-	listed bool
 }
 
 // NewView makes an empty view; owner (may be nil) names the request of an owner uid in a resource's
 // extensions.
 func NewView(cfg Config, owner func(uid string) string) *View {
-	return &View{
-		cfg: cfg, owner: owner, clock: clock.RealClock{}, synced: make(chan struct{}),
-		devices: map[int32]*device{}, byResource: map[string]int32{},
-		sites: map[int32]siteDetail{}, types: map[int32]typeDetail{},
-		poolRefs: map[int32]int{}, typeRefs: map[int32]int{},
-		pools: map[int32]*Entry{}, ocSites: map[int32]*Entry{}, rtypes: map[int32]*Entry{},
-		byPool: map[string]int32{}, bySite: map[string]int32{}, byType: map[string]int32{},
-		free: map[int32]*device{},
-	}
+	v := &View{clock: clock.RealClock{}, synced: make(chan struct{}), index: newIndex(cfg, owner)}
+	v.now = func() time.Time { return v.clock.Now() } // read at each change: a test may set the clock
+	return v
 }
 
 // Config is the O-Cloud configuration the view was made with.
@@ -118,8 +80,8 @@ func (v *View) isSynced() bool {
 	}
 }
 
-// syncedC is closed once the view has applied a full listing.
-func (v *View) syncedC() <-chan struct{} { return v.synced }
+// SyncedC is closed once the view has applied a full listing (the notifier waits for it).
+func (v *View) SyncedC() <-chan struct{} { return v.synced }
 
 // Resource answers one resource of a pool.
 func (v *View) Resource(poolID, id string) (*Entry, bool) {
@@ -239,145 +201,6 @@ func (v *View) Written(id int32, dev *netbox.InventoryDevice) {
 	v.emitLocked(v.upsertLocked(dev, nil))
 }
 
-func (v *View) upsertLocked(rec *netbox.InventoryDevice, changes []Change) []Change {
-	old, had := v.devices[rec.ID]
-	if had && rec.LastUpdated.Before(old.rec.LastUpdated) {
-		return changes
-	}
-	if !rec.Managed {
-		if had {
-			changes = v.removeLocked(rec.ID, changes)
-		}
-		return changes
-	}
-	if !v.sites[rec.Site.ID].listed {
-		v.sites[rec.Site.ID] = siteDetail{site: rec.Site}
-	}
-	if !v.types[rec.Type.ID].listed {
-		v.types[rec.Type.ID] = typeDetail{t: rec.Type}
-	}
-	entry := v.cfg.resourceEntry(rec, v.owner)
-	if had && bytes.Equal(old.entry.JSON, entry.JSON) {
-		old.rec = *rec
-		v.trackFreeLocked(&old.rec, old, false)
-		return changes
-	}
-	now := v.clock.Now()
-	var prior *Entry
-	d := &device{rec: *rec, entry: entry}
-	v.devices[rec.ID] = d
-	v.trackFreeLocked(&d.rec, d, true)
-	v.byResource[entry.ID] = rec.ID
-	v.rev++
-	// The new pool and type are counted before the old ones are released, so a device that stays
-	// where it was neither deletes nor re-creates them; one that moves creates the new before
-	// deleting the old.
-	switch {
-	case !had:
-		changes = refLocked(v.poolRefs, rec.Site.ID, v.rebuildSiteLocked, changes, now)
-		changes = refLocked(v.typeRefs, rec.Type.ID, v.rebuildTypeLocked, changes, now)
-	default:
-		prior = old.entry
-		if old.rec.Site.ID != rec.Site.ID {
-			changes = refLocked(v.poolRefs, rec.Site.ID, v.rebuildSiteLocked, changes, now)
-			changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)
-		}
-		if old.rec.Type.ID != rec.Type.ID {
-			changes = refLocked(v.typeRefs, rec.Type.ID, v.rebuildTypeLocked, changes, now)
-			changes = derefLocked(v.typeRefs, old.rec.Type.ID, v.rebuildTypeLocked, changes, now)
-		}
-	}
-	return append(changes, Change{Kind: KindResource, ID: entry.ID, Prior: prior, Post: entry, At: now})
-}
-
-func (v *View) removeLocked(id int32, changes []Change) []Change {
-	old, ok := v.devices[id]
-	if !ok {
-		return changes
-	}
-	now := v.clock.Now()
-	delete(v.devices, id)
-	delete(v.byResource, old.entry.ID)
-	v.trackFreeLocked(&old.rec, nil, true)
-	v.rev++
-	changes = append(changes, Change{Kind: KindResource, ID: old.entry.ID, Prior: old.entry, At: now})
-	changes = derefLocked(v.poolRefs, old.rec.Site.ID, v.rebuildSiteLocked, changes, now)
-	return derefLocked(v.typeRefs, old.rec.Type.ID, v.rebuildTypeLocked, changes, now)
-}
-
-// refLocked counts a device in its site (refs = poolRefs, rebuild = rebuildSiteLocked) or its type
-// (typeRefs, rebuildTypeLocked): the first makes the pool (and O-Cloud site) or the type appear.
-func refLocked(refs map[int32]int, id int32, rebuild rebuilder, changes []Change, now time.Time) []Change {
-	refs[id]++
-	if refs[id] == 1 {
-		changes = rebuild(id, changes, now)
-	}
-	return changes
-}
-
-// derefLocked is refLocked's inverse: the last device leaving makes the pool or the type disappear.
-func derefLocked(refs map[int32]int, id int32, rebuild rebuilder, changes []Change, now time.Time) []Change {
-	refs[id]--
-	if refs[id] <= 0 {
-		delete(refs, id)
-		changes = rebuild(id, changes, now)
-	}
-	return changes
-}
-
-// rebuilder brings one derived object (a pool, a resource type) in line with its NetBox source.
-type rebuilder func(id int32, changes []Change, now time.Time) []Change
-
-// rebuildSiteLocked brings the pool and O-Cloud site of a NetBox site in line with its details and
-// whether any pool device is there, and records the pool's change (O-Cloud sites have no
-// notifications in the reference).
-func (v *View) rebuildSiteLocked(site int32, changes []Change, now time.Time) []Change {
-	prior := v.pools[site]
-	var post *Entry
-	if v.poolRefs[site] > 0 {
-		d := v.sites[site].site
-		post = v.cfg.poolEntry(&d)
-		v.pools[site] = post
-		v.ocSites[site] = v.cfg.siteEntry(&d)
-		v.byPool[post.ID] = site
-		v.bySite[v.cfg.SiteID(site)] = site
-	} else {
-		delete(v.pools, site)
-		delete(v.ocSites, site)
-		delete(v.byPool, v.cfg.ResourcePoolID(site))
-		delete(v.bySite, v.cfg.SiteID(site))
-	}
-	return v.appendChangeLocked(changes, Change{Kind: KindResourcePool, ID: v.cfg.ResourcePoolID(site), Prior: prior, Post: post, At: now})
-}
-
-func (v *View) rebuildTypeLocked(typ int32, changes []Change, now time.Time) []Change {
-	prior := v.rtypes[typ]
-	var post *Entry
-	if v.typeRefs[typ] > 0 {
-		d := v.types[typ].t
-		post = v.cfg.typeEntry(&d)
-		v.rtypes[typ] = post
-		v.byType[post.ID] = typ
-	} else {
-		delete(v.rtypes, typ)
-		delete(v.byType, v.cfg.ResourceTypeID(typ))
-	}
-	return v.appendChangeLocked(changes, Change{Kind: KindResourceType, ID: v.cfg.ResourceTypeID(typ), Prior: prior, Post: post, At: now})
-}
-
-// appendChangeLocked records c (and moves the revision) unless nothing changed: both states absent, or
-// the same JSON.
-func (v *View) appendChangeLocked(changes []Change, c Change) []Change {
-	switch {
-	case c.Prior == nil && c.Post == nil:
-		return changes
-	case c.Prior != nil && c.Post != nil && bytes.Equal(c.Prior.JSON, c.Post.JSON):
-		return changes
-	}
-	v.rev++
-	return append(changes, c)
-}
-
 // applySites records site details from the site listing; a pool whose site changed is rebuilt.
 func (v *View) applySites(rows []netbox.InventorySite) {
 	v.mu.Lock()
@@ -449,18 +272,4 @@ func (v *View) Objects() map[string]Change {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return v.objectsLocked()
-}
-
-func (v *View) objectsLocked() map[string]Change {
-	out := make(map[string]Change, len(v.devices)+len(v.pools)+len(v.rtypes))
-	for _, d := range v.devices {
-		out[d.entry.ID] = Change{Kind: KindResource, ID: d.entry.ID, Post: d.entry}
-	}
-	for _, e := range v.pools {
-		out[e.ID] = Change{Kind: KindResourcePool, ID: e.ID, Post: e}
-	}
-	for _, e := range v.rtypes {
-		out[e.ID] = Change{Kind: KindResourceType, ID: e.ID, Post: e}
-	}
-	return out
 }

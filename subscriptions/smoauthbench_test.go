@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
 	"github.com/o2ims-operator/o2ims-operator/tests/hydra"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // notificationsPerOp is how many notifications one iteration delivers.
@@ -73,8 +75,7 @@ func deliverThousand(b *testing.B, cfg smoclient.Config, callbackURL, run string
 		b.Fatal(err)
 	}
 	policy.WithOutgoing(client)
-	view := NewView(Config{}, nil)
-	view.refreshed(true, time.Now())
+	view := syncedView(b)
 	store := NewSubscriptionStore(fake.NewClientset(), "o2ims").WithPolicy(policy)
 	n, err := NewNotifier(NotifierConfig{Policy: policy, Timeout: 5 * time.Second, BackoffBase: 10 * time.Millisecond,
 		BackoffCap: 100 * time.Millisecond}, view, store, nil, nil, nil)
@@ -98,6 +99,6 @@ func deliverThousand(b *testing.B, cfg smoclient.Config, callbackURL, run string
 		time.Sleep(time.Millisecond)
 	}
 	for k := range notificationsPerOp {
-		n.set.apply([]Change{change(run+"-r"+strconv.Itoa(k), "", "v")})
+		n.set.apply([]inventory.Change{change(run+"-r"+strconv.Itoa(k), "", "v")})
 	}
 }

@@ -1,8 +1,6 @@
-package inventory
+package subscriptions
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,10 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/cmstore"
 	"github.com/o2ims-operator/o2ims-operator/internal/quote"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Subscriptions are ConfigMaps in the operator's namespace — no CRD to install, shared by every
@@ -146,6 +147,8 @@ type SubscriptionStore struct {
 	kube      kubernetes.Interface
 	namespace string
 	kind      SubscriptionKind
+	// cache answers the reads (an NBI GET costs no API-server call) and this replica's own writes at once.
+	cache *cmstore.Cache
 	// max bounds how many are stored (0: no bound).
 	max int
 	// policy decides which callbacks may be stored (nil: callback.Default()).
@@ -172,13 +175,14 @@ var InventorySubscriptions = SubscriptionKind{Prefix: subscriptionPrefix, Label:
 // WithKind stores subscriptions of another kind than the inventory's (the alarms').
 func (st *SubscriptionStore) WithKind(k SubscriptionKind) *SubscriptionStore {
 	st.kind = k
+	st.cache = cmstore.New(st.kube, st.namespace, k.Label)
 	return st
 }
 
 // WithBaselineFunc stores with each new subscription the objects objs answers as its starting progress;
 // a creation whose baseline cannot be read fails (without it a change made before the leader's notifier
 // first polls would be missed).
-func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[string]Change, error)) *SubscriptionStore {
+func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[string]inventory.Change, error)) *SubscriptionStore {
 	st.baseline = func(ctx context.Context) (map[string]storedObject, error) {
 		cur, err := objs(ctx)
 		if err != nil {
@@ -192,14 +196,14 @@ func (st *SubscriptionStore) WithBaselineFunc(objs func(context.Context) (map[st
 // WithBaseline stores with each new subscription the view's objects (and the deployment managers, when
 // they can be read) as its starting progress. Without it, a subscription starts from whatever the
 // leader's notifier sees when it first polls, and a change in between would be missed.
-func (st *SubscriptionStore) WithBaseline(view *View, managers func() ([]*Entry, error)) *SubscriptionStore {
+func (st *SubscriptionStore) WithBaseline(view *inventory.View, managers func() ([]*inventory.Entry, error)) *SubscriptionStore {
 	st.baseline = func(context.Context) (map[string]storedObject, error) {
 		objs := view.Objects()
 		if managers != nil {
 			// Unknown managers are left out: at worst each is notified as created once more.
 			if dms, err := managers(); err == nil {
 				for _, e := range dms {
-					objs[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+					objs[e.ID] = inventory.Change{Kind: inventory.KindDeploymentManager, ID: e.ID, Post: e}
 				}
 			}
 		}
@@ -224,7 +228,7 @@ func (st *SubscriptionStore) WithPolicy(policy *callback.Policy) *SubscriptionSt
 }
 
 // stored is the persisted form of what a subscriber has been told.
-func stored(told map[string]Change) map[string]storedObject {
+func stored(told map[string]inventory.Change) map[string]storedObject {
 	objs := make(map[string]storedObject, len(told))
 	for id, c := range told {
 		objs[id] = storedObject{Kind: c.Kind, JSON: c.Post.JSON}
@@ -234,8 +238,12 @@ func stored(told map[string]Change) map[string]storedObject {
 
 // NewSubscriptionStore stores in namespace (the operator's).
 func NewSubscriptionStore(kube kubernetes.Interface, namespace string) *SubscriptionStore {
-	return &SubscriptionStore{kube: kube, namespace: namespace, kind: InventorySubscriptions}
+	return &SubscriptionStore{kube: kube, namespace: namespace, kind: InventorySubscriptions,
+		cache: cmstore.New(kube, namespace, InventorySubscriptions.Label)}
 }
+
+// Close stops reading the subscriptions (a test's store; the operator's lives as long as it does).
+func (st *SubscriptionStore) Close() { st.cache.Close() }
 
 // Create allocates the id (a random UUID: a subscription is a new thing, not derived from one) and
 // stores the subscription.
@@ -289,20 +297,22 @@ func (st *SubscriptionStore) Create(ctx context.Context, s Subscription) (Subscr
 		}
 		cm.BinaryData = map[string][]byte{progressKey: progress}
 	}
-	if _, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"}); err != nil {
+	out, err := st.kube.CoreV1().ConfigMaps(st.namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-nbi"})
+	if err != nil {
 		return Subscription{}, err
 	}
+	st.cache.Wrote(out)
 	return s, nil
 }
 
-// Get reads one subscription.
+// Get reads one subscription (from the cache).
 func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return Subscription{}, ErrSubscriptionNotFound
-	}
+	cm, err := st.cache.Get(ctx, st.kind.Prefix+id)
 	if err != nil {
 		return Subscription{}, err
+	}
+	if cm == nil {
+		return Subscription{}, ErrSubscriptionNotFound
 	}
 	s, ok := st.decode(cm)
 	if !ok {
@@ -311,15 +321,16 @@ func (st *SubscriptionStore) Get(ctx context.Context, id string) (Subscription, 
 	return s, nil
 }
 
-// List reads every subscription, sorted by id. A ConfigMap that does not hold one is skipped.
+// List reads every subscription (from the cache), sorted by id. A ConfigMap that does not hold one is
+// skipped.
 func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
-	list, err := st.kube.CoreV1().ConfigMaps(st.namespace).List(ctx, metav1.ListOptions{LabelSelector: st.kind.Label + "=true"})
+	list, err := st.cache.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Subscription
-	for i := range list.Items {
-		if s, ok := st.decode(&list.Items[i]); ok {
+	for _, cm := range list {
+		if s, ok := st.decode(cm); ok {
 			out = append(out, s)
 		}
 	}
@@ -330,6 +341,9 @@ func (st *SubscriptionStore) List(ctx context.Context) ([]Subscription, error) {
 // Delete removes a subscription (ErrSubscriptionNotFound when there is none).
 func (st *SubscriptionStore) Delete(ctx context.Context, id string) error {
 	err := st.kube.CoreV1().ConfigMaps(st.namespace).Delete(ctx, st.kind.Prefix+id, metav1.DeleteOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		st.cache.Deleted(st.kind.Prefix + id)
+	}
 	if apierrors.IsNotFound(err) {
 		return ErrSubscriptionNotFound
 	}
@@ -361,82 +375,3 @@ var SubscriptionSchema = query.Object("Subscription", map[string]query.Attr{
 	"subscriptionId": query.Simple(), "consumerSubscriptionId": query.Simple().Optional(),
 	"filter": query.Simple().Optional(), "callback": query.Simple(),
 })
-
-// progressKey holds, in a subscription's ConfigMap, its progress: every object as it was last told of
-// it (gzip JSON).
-const progressKey = "progress.json.gz"
-
-type storedObject struct {
-	Kind Kind            `json:"k"`
-	JSON json.RawMessage `json:"j"`
-}
-
-// SaveProgress writes a subscription's progress (nothing when it was deleted meanwhile).
-func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs map[string]storedObject) error {
-	progress, err := encodeProgress(objs)
-	if err != nil {
-		return err
-	}
-	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
-	cm, err := cms.Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if cm.BinaryData == nil {
-		cm.BinaryData = map[string][]byte{}
-	}
-	cm.BinaryData[progressKey] = progress
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-notifier"})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func encodeProgress(objs map[string]storedObject) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(objs); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
-// which is logged by the caller's absence of changes: it then starts from now).
-func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[string]Change, bool, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, st.kind.Prefix+id, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	raw, ok := cm.BinaryData[progressKey]
-	if !ok {
-		return nil, false, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, false, nil
-	}
-	var objs map[string]storedObject
-	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
-		return nil, false, nil
-	}
-	out := make(map[string]Change, len(objs))
-	for oid, o := range objs {
-		var attrs map[string]any
-		if json.Unmarshal(o.JSON, &attrs) != nil {
-			continue
-		}
-		out[oid] = Change{Kind: o.Kind, ID: oid, Post: &Entry{ID: oid, Attrs: attrs, JSON: o.JSON}}
-	}
-	return out, true, nil
-}

@@ -45,18 +45,18 @@ func (v *View) OnFreeChange(fn func(dev *netbox.InventoryDevice, free bool)) {
 
 // trackFreeLocked keeps the free index for rec, now held as d (nil: gone from the view; changed: its
 // inventory form changed), and tells the hooks.
-func (v *View) trackFreeLocked(rec *netbox.InventoryDevice, d *device, changed bool) {
-	_, was := v.free[rec.ID]
+func (x *index) trackFreeLocked(rec *netbox.InventoryDevice, d *device, changed bool) {
+	_, was := x.free[rec.ID]
 	is := d != nil && d.rec.Free
 	if is {
-		v.free[rec.ID] = d
+		x.free[rec.ID] = d
 	} else if was {
-		delete(v.free, rec.ID)
+		delete(x.free, rec.ID)
 	}
 	if is == was && !(is && changed) {
 		return
 	}
-	for _, fn := range v.freeHooks {
+	for _, fn := range x.freeHooks {
 		fn(rec, is)
 	}
 }

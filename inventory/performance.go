@@ -1,9 +1,5 @@
 package inventory
 
-import (
-	"github.com/o2ims-operator/o2ims-operator/nbi/query"
-)
-
 // Performance dictionaries (O2IMS clause 3.2.6.2.12 PerformanceDictionary, 3.2.6.2.13
 // PerformanceMeasurementDefinition; inventory API 1.1.0): one per resource type, listing what a
 // performance API can measure on a host of that type. Every resource type is a bare-metal host
@@ -39,13 +35,6 @@ var Measurements = []Measurement{
 	{ID: "network.transmit.bytes", Description: "Bytes transmitted per second, over the host's network interfaces", Unit: "bytes/s", Method: "counter", Metric: "node_network_transmit_bytes_total"},
 	{ID: "power.average", Description: "Average power drawn, as the host's hardware monitor reports it", Unit: "W", Method: "gauge", Metric: "node_hwmon_power_average_watt", Note: "only on hosts whose hwmon exposes a power sensor"},
 }
-
-// PerformanceDictionarySchema is the PerformanceDictionary, for filters and attribute selectors.
-var PerformanceDictionarySchema = query.Object("PerformanceDictionary", map[string]query.Attr{
-	"performanceDictionaryId": query.Simple(), "performanceDictionaryVersion": query.Simple(),
-	"performanceDictionarySchemaVersion": query.Simple(), "vendorSoftwareProduct": query.Simple(),
-	"supportedInterfaces": query.Simple(), "supportedMeasurements": query.Array(),
-})
 
 // PerformanceDictionaryID is the id of the performance dictionary of resource type typeID.
 func (c Config) PerformanceDictionaryID(typeID string) string {

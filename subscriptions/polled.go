@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Polled is a kind of object a PolledNotifier notifies of: read whole at each poll rather than pushed
@@ -13,15 +15,15 @@ import (
 type Polled struct {
 	API    string // its metrics' names: o2ims_<API>_notification…
 	What   string // and their help: "<What> notifications …"
-	Kind   Kind
+	Kind   inventory.Kind
 	Render Renderer
 	// Read answers every object of Kind now, each Change's Post the object; an error is retried.
-	Read func(context.Context) (map[string]Change, error)
+	Read func(context.Context) (map[string]inventory.Change, error)
 	// Every is how often Read is called (default 1 s).
 	Every time.Duration
 	// Order orders the changes one read finds, and those a subscription missed while nobody delivered
 	// to it, as they happened (nil: by id).
-	Order func(a, b Change) int
+	Order func(a, b inventory.Change) int
 }
 
 // PolledNotifier delivers the notifications of a Polled kind with the inventory Notifier's parts: the

@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // NotifierConfig bounds delivery. Zero values take the defaults.
@@ -66,15 +68,15 @@ func (c NotifierConfig) withDefaults() NotifierConfig {
 // (render.go); the Notifier schedules them.
 type Notifier struct {
 	cfg      NotifierConfig
-	view     *View
-	managers func() ([]*Entry, error) // deployment managers now (nil: none)
+	view     *inventory.View
+	managers func() ([]*inventory.Entry, error) // deployment managers now (nil: none)
 	log      *zap.Logger
 	set      *subscriberSet
 }
 
 // NewNotifier builds the notifier; reg receives its metrics (nil: not registered).
-func NewNotifier(cfg NotifierConfig, view *View, store *SubscriptionStore,
-	managers func() ([]*Entry, error), log *zap.Logger, reg prometheus.Registerer) (*Notifier, error) {
+func NewNotifier(cfg NotifierConfig, view *inventory.View, store *SubscriptionStore,
+	managers func() ([]*inventory.Entry, error), log *zap.Logger, reg prometheus.Registerer) (*Notifier, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -102,7 +104,7 @@ func newSubscriberSet(cfg NotifierConfig, store *SubscriptionStore, render Rende
 	}
 	return &subscriberSet{
 		store: store, compile: render.Compile, queueLimit: cfg.QueueLimit, deliver: d.run, metrics: metrics,
-		clock: cfg.Clock, log: log, state: map[string]Change{}, subs: map[string]*subscriber{},
+		clock: cfg.Clock, log: log, state: map[string]inventory.Change{}, subs: map[string]*subscriber{},
 	}
 }
 
@@ -113,7 +115,7 @@ func (n *Notifier) NeedLeaderElection() bool { return true }
 // returns (nil).
 func (n *Notifier) Start(ctx context.Context) error {
 	select {
-	case <-n.view.syncedC():
+	case <-n.view.SyncedC():
 	case <-ctx.Done():
 		return nil
 	}
@@ -137,9 +139,9 @@ func (n *Notifier) begin(ctx context.Context) bool {
 		for {
 			dms, err := n.managers()
 			if err == nil {
-				objs := make(map[string]Change, len(dms))
+				objs := make(map[string]inventory.Change, len(dms))
 				for _, e := range dms {
-					objs[e.ID] = Change{Kind: KindDeploymentManager, ID: e.ID, Post: e}
+					objs[e.ID] = inventory.Change{Kind: inventory.KindDeploymentManager, ID: e.ID, Post: e}
 				}
 				n.set.seed(objs)
 				break

@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // EventType is an InventoryChangeNotification's notificationEventType.
@@ -21,9 +23,9 @@ const (
 
 // Notice is one change a subscriber is to be told of: of one object, from Prior to Post (nil: none).
 type Notice struct {
-	Kind        Kind
+	Kind        inventory.Kind
 	ID          string
-	Prior, Post *Entry
+	Prior, Post *inventory.Entry
 }
 
 // Renderer writes one API's notifications: the inventory's InventoryChangeNotifications, the alarms'
@@ -91,7 +93,7 @@ func (r renderer) Render(sub Subscription, compiled any, p Notice) (body []byte,
 func notificationID(subscriptionID string, p Notice, event EventType) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s/%s/%d/", p.Kind, p.ID, event)
-	for _, e := range []*Entry{p.Prior, p.Post} {
+	for _, e := range []*inventory.Entry{p.Prior, p.Post} {
 		if e != nil {
 			h.Write(e.JSON)
 		}
@@ -106,14 +108,14 @@ func (r renderer) objectRef(p Notice) string {
 		e = p.Prior
 	}
 	switch p.Kind {
-	case KindResource:
+	case inventory.KindResource:
 		pool, _ := e.Attrs["resourcePoolId"].(string)
 		return r.root + "/resourcePools/" + pool + "/resources/" + p.ID
-	case KindResourcePool:
+	case inventory.KindResourcePool:
 		return r.root + "/resourcePools/" + p.ID
-	case KindResourceType:
+	case inventory.KindResourceType:
 		return r.root + "/resourceTypes/" + p.ID
-	case KindDeploymentManager:
+	case inventory.KindDeploymentManager:
 		return r.root + "/deploymentManagers/" + p.ID
 	}
 	return ""

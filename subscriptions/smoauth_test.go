@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/nbi/smoclient"
 	"github.com/o2ims-operator/o2ims-operator/tests/hydra"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // Notifications to an SMO that requires mutual TLS and Hydra's tokens, through the whole delivery path
@@ -45,8 +47,7 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	policy, err := callback.New(callback.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	require.NoError(t, err)
 	policy.WithOutgoing(client)
-	view := NewView(Config{}, nil)
-	view.refreshed(true, time.Now())
+	view := syncedView(t)
 	store := NewSubscriptionStore(fake.NewClientset(), "o2ims").WithPolicy(policy)
 	n, err := NewNotifier(NotifierConfig{Policy: policy, Timeout: 5 * time.Second, BackoffBase: 10 * time.Millisecond,
 		BackoffCap: 100 * time.Millisecond}, view, store, nil, nil, nil)
@@ -61,7 +62,7 @@ func TestNotificationsCarryHydraTokensOverMutualTLS(t *testing.T) {
 	sent := 0
 	send := func(k int) {
 		for range k {
-			n.set.apply([]Change{change("r"+strconv.Itoa(sent), "", "v")})
+			n.set.apply([]inventory.Change{change("r"+strconv.Itoa(sent), "", "v")})
 			sent++
 		}
 	}

@@ -1,4 +1,4 @@
-package inventory
+package subscriptions
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
-	"github.com/o2ims-operator/o2ims-operator/nbi/inventory/smo"
+	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // notifierEnv is a notifier over an empty, synced view and a fake clientset's ConfigMaps, delivering to a
@@ -31,9 +33,7 @@ func newNotifierEnv(t *testing.T, cfg NotifierConfig) *notifierEnv {
 	require.NoError(t, err)
 	e := &notifierEnv{recv: smo.New(), clock: clocktesting.NewFakeClock(time.Now())}
 	t.Cleanup(e.recv.Close)
-	view := NewView(Config{}, nil)
-	view.clock = e.clock
-	view.refreshed(true, e.clock.Now())
+	view := syncedView(t)
 	e.store = NewSubscriptionStore(fake.NewClientset(), "o2ims").WithPolicy(policy)
 	cfg.Policy, cfg.Clock = policy, e.clock
 	e.n, err = NewNotifier(cfg, view, e.store, nil, nil, nil)
@@ -71,14 +71,14 @@ func (e *notifierEnv) depths() []int {
 }
 
 // change is a change of one resource between two states ("" for none).
-func change(id, prior, post string) Change {
-	e := func(v string) *Entry {
+func change(id, prior, post string) inventory.Change {
+	e := func(v string) *inventory.Entry {
 		if v == "" {
 			return nil
 		}
-		return NewEntry(id, map[string]any{"resourceId": id, "description": v})
+		return inventory.NewEntry(id, map[string]any{"resourceId": id, "description": v})
 	}
-	return Change{Kind: KindResource, ID: id, Prior: e(prior), Post: e(post)}
+	return inventory.Change{Kind: inventory.KindResource, ID: id, Prior: e(prior), Post: e(post)}
 }
 
 // delivered answers each accepted notification as "event resourceId prior→post".
@@ -107,16 +107,16 @@ func TestChangesBeyondTheQueueLimitAreCoalescedAndDelivered(t *testing.T) {
 	e.run(t)
 	sink := e.n.set.apply // what the view calls
 
-	sink([]Change{change("x", "", "x1")})
+	sink([]inventory.Change{change("x", "", "x1")})
 	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 1 }, 10*time.Second, time.Millisecond)
 
 	e.recv.Hang(true)
-	sink([]Change{change("x", "x1", "x2")})
+	sink([]inventory.Change{change("x", "x1", "x2")})
 	require.Eventually(t, func() bool { return e.recv.Attempts() == 2 }, 10*time.Second, time.Millisecond, "x1→x2 is being sent")
-	sink([]Change{change("x", "x2", "x3")})                          // queues behind the one being sent: 2, the limit
-	sink([]Change{change("x", "x3", "x4")})                          // folded into x2→x3
-	sink([]Change{change("y", "", "y1")})                            // another object still queues: 3
-	sink([]Change{change("y", "y1", "y2"), change("x", "x4", "x5")}) // folded, both
+	sink([]inventory.Change{change("x", "x2", "x3")})                          // queues behind the one being sent: 2, the limit
+	sink([]inventory.Change{change("x", "x3", "x4")})                          // folded into x2→x3
+	sink([]inventory.Change{change("y", "", "y1")})                            // another object still queues: 3
+	sink([]inventory.Change{change("y", "y1", "y2"), change("x", "x4", "x5")}) // folded, both
 	assert.Equal(t, []int{3}, e.depths(), "bounded by the objects, not the changes")
 	e.recv.Hang(false)
 
@@ -131,11 +131,11 @@ func TestAnObjectCreatedAndDeletedWhileWaitingIsNotNotified(t *testing.T) {
 	e.run(t)
 	sink := e.n.set.apply
 	e.recv.Hang(true)
-	sink([]Change{change("x", "", "x1")})
+	sink([]inventory.Change{change("x", "", "x1")})
 	require.Eventually(t, func() bool { return e.recv.Attempts() == 1 }, 10*time.Second, time.Millisecond, "x is being sent")
-	sink([]Change{change("y", "", "y1")}) // queues behind x: the limit
-	sink([]Change{change("y", "y1", "")}) // folded: y came and went
-	sink([]Change{change("z", "", "z1")})
+	sink([]inventory.Change{change("y", "", "y1")}) // queues behind x: the limit
+	sink([]inventory.Change{change("y", "y1", "")}) // folded: y came and went
+	sink([]inventory.Change{change("z", "", "z1")})
 	assert.Equal(t, []int{2}, e.depths(), "y is gone from the queue")
 	e.recv.Hang(false)
 	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 2 }, 10*time.Second, time.Millisecond)
@@ -147,7 +147,7 @@ func TestAnObjectCreatedAndDeletedWhileWaitingIsNotNotified(t *testing.T) {
 func TestProgressIsPersistedOnTheClockOnceDelivered(t *testing.T) {
 	e := newNotifierEnv(t, NotifierConfig{PersistEvery: time.Minute})
 	id := e.run(t)
-	e.n.set.apply([]Change{change("x", "", "x1")})
+	e.n.set.apply([]inventory.Change{change("x", "", "x1")})
 	require.Eventually(t, func() bool { return len(e.recv.Notifications()) == 1 }, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { d := e.depths(); return len(d) == 1 && d[0] == 0 }, 10*time.Second, time.Millisecond)
 	_, found, err := e.store.LoadProgress(context.Background(), id)

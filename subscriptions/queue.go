@@ -1,10 +1,12 @@
-package inventory
+package subscriptions
 
 import (
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
 // queue is one subscriber's notifications, in order, and its progress, under a lock of its own: the
@@ -19,21 +21,21 @@ type queue struct {
 	index map[string]*note // object id → its last queued note not yet being sent
 	// told is every object as this subscriber was last told of it (delivered, or left out by its
 	// filter): its progress, persisted in its ConfigMap when its queue is empty and told moved (dirty).
-	told  map[string]Change
+	told  map[string]inventory.Change
 	dirty bool
 }
 
 // note is one notification to send: a change of one object, from prior to post.
 type note struct {
-	kind        Kind
+	kind        inventory.Kind
 	id          string
-	prior, post *Entry
+	prior, post *inventory.Entry
 	at          time.Time // when the change was seen
 	sending     bool      // being delivered: never rewritten
 }
 
 // newQueue starts a queue from what its subscriber was told; dirty: that is not persisted yet.
-func newQueue(limit int, told map[string]Change, dirty bool, clk clock.PassiveClock) *queue {
+func newQueue(limit int, told map[string]inventory.Change, dirty bool, clk clock.PassiveClock) *queue {
 	return &queue{limit: limit, wake: make(chan struct{}, 1), clock: clk, index: map[string]*note{}, told: told, dirty: dirty}
 }
 
@@ -41,7 +43,7 @@ func newQueue(limit int, told map[string]Change, dirty bool, clk clock.PassiveCl
 // folded into that notification (its prior kept, its post replaced), so a queue holds at most the
 // limit plus one notification per object: bounded, and nothing lost but intermediate states. An object
 // whose creation waits and that goes again is folded into nothing: the subscriber never knew it.
-func (q *queue) push(c Change) {
+func (q *queue) push(c inventory.Change) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.notes) >= q.limit {
@@ -99,7 +101,7 @@ func (q *queue) done(p *note) {
 	if p.post == nil {
 		delete(q.told, p.id)
 	} else {
-		q.told[p.id] = Change{Kind: p.kind, ID: p.id, Post: p.post}
+		q.told[p.id] = inventory.Change{Kind: p.kind, ID: p.id, Post: p.post}
 	}
 	q.dirty = true
 }
