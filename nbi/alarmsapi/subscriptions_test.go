@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,8 +75,10 @@ func alarmEvents(t *testing.T, r *smo.Receiver) []string {
 
 func waitAlarmEvents(t *testing.T, r *smo.Receiver, n int) []string {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(r.Notifications()) >= n }, 20*time.Second, 10*time.Millisecond,
-		"want %d notifications, got %v", n, alarmEvents(t, r))
+	// The message is built after the wait: require.Eventually's arguments are evaluated before it starts.
+	if !assert.Eventually(t, func() bool { return len(r.Notifications()) >= n }, 20*time.Second, 10*time.Millisecond) {
+		require.FailNow(t, fmt.Sprintf("want %d notifications, got %v", n, alarmEvents(t, r)))
+	}
 	time.Sleep(300 * time.Millisecond) // nothing more (no duplicate) follows
 	return alarmEvents(t, r)
 }

@@ -98,6 +98,10 @@ func TestV2SubscribersAreNotifiedIn200Shapes(t *testing.T) {
 	require.Error(t, e.refresh())
 	e.evaluate()
 	id := e.only(alarms.NetBoxUnreachable)["alarmEventRecordId"].(string)
+	// The notifier polls the store: an acknowledgement made before it saw the raise would fold into one
+	// notification (subscriptions keep no intermediate states), so the raise is seen first.
+	require.Equal(t, []string{"0 NetBoxUnreachable"}, waitAlarmEvents(t, old, 1))
+	require.Eventually(t, func() bool { return len(cur.Notifications()) >= 1 }, 20*time.Second, 10*time.Millisecond)
 	e.acknowledge(id)
 	require.Equal(t, []string{"0 NetBoxUnreachable", "3 NetBoxUnreachable"}, waitAlarmEvents(t, old, 2), "v1's, checked against the reference")
 	require.Eventually(t, func() bool { return len(cur.Notifications()) >= 2 }, 20*time.Second, 10*time.Millisecond)
