@@ -122,7 +122,7 @@ func (c Config) ResourceTypeID(deviceType int32) string {
 }
 
 // AlarmDictionaryID is the id of the alarm dictionary of the resource type of NetBox device type id
-// (nbi/alarms serves it; a resource type names it as its alarmDictionaryId).
+// (package alarms serves it; a resource type names it as its alarmDictionaryId).
 func (c Config) AlarmDictionaryID(deviceType int32) string {
 	return c.id("netbox/dcim.devicetype/%d/alarmDictionary", deviceType)
 }

@@ -7,7 +7,7 @@ package inventory
 // collector/cpu_linux.go, meminfo.go, netdev_common.go, hwmon_linux.go), so every dictionary lists the
 // same measurements; power only where the host's hwmon exposes it (the definition says so). Nothing
 // here measures: the table says what exists, and its ids stay the same on every replica and restart;
-// nbi/performance (Queries) computes each from Prometheus for the measurement jobs.
+// package performance (Queries) computes each from Prometheus for the measurement jobs.
 
 // PerformanceDictionaryVersion is the dictionaries' performanceDictionaryVersion: raised with every
 // change of Measurements.

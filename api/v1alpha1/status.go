@@ -16,7 +16,7 @@ var States = []string{StateProgressing, StateFulfilled, StateFailed, StateDeleti
 
 // WaitingForFreeHosts is the phrase of a progressing request's message while the pool has no (more) free
 // host matching one of its roles: written by the hosts step (handlers/hosts), read by the chain's
-// pool-exhausted gauge (handlers/metrics.go) and the PoolExhausted alarm (nbi/alarms), so one wording.
+// pool-exhausted gauge (handlers/metrics.go) and the PoolExhausted alarm (package alarms), so one wording.
 const WaitingForFreeHosts = "waiting for free hosts"
 
 // QuarantinesHeld is the phrase of a progressing request's message while BMC-fault quarantines are held

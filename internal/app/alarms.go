@@ -1,13 +1,13 @@
 package app
 
 import (
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/alarmsapi"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
-// serveAlarms builds the O2IMS alarms of an operator with an inventory (nbi/alarms, nbi/alarmsapi) and the
+// serveAlarms builds the O2IMS alarms of an operator with an inventory (package alarms, nbi/alarmsapi) and the
 // Alertmanager webhook receiver: stored in one ConfigMap in the operator's namespace (the subscriptions'
 // Role covers it), raised from the request cache, the inventory view, the deployment managers and
 // NetBox's availability by the raiser, a runnable of the leader, a stuck request measured on the chain's

@@ -2,8 +2,8 @@ package app
 
 import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/performanceapi"
+	"github.com/o2ims-operator/o2ims-operator/performance"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 

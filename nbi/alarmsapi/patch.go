@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 

@@ -9,13 +9,13 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 )
 
 // The Purge Alarms task and the task operation occurrences (O2IMS Table 3.3.3-1; monitoring 1.2.0): the
-// purge is done in the same write that records its task (nbi/alarms: State.Purge), answered 202 with the
+// purge is done in the same write that records its task (package alarms: State.Purge), answered 202 with the
 // task's Location.
 
 func (a *API) taskRoutes(v string) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 )
 
 // The Purge Alarms task, as the model decides it: named alarms and a window of clearing intersect; an

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi/callback"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"

@@ -6,9 +6,9 @@ import (
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/inventory"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/alarms"
 	"github.com/o2ims-operator/o2ims-operator/netbox"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
@@ -192,7 +192,7 @@ func (a *API) listLocations(w http.ResponseWriter, r *http.Request) error {
 	return a.list(w, r, LocationSchema, nil)
 }
 
-// listAlarmDictionaries: the dictionaries of the alarms the operator raises (nbi/alarms): one per
+// listAlarmDictionaries: the dictionaries of the alarms the operator raises (package alarms): one per
 // resource type, one for deployment managers, one for the O-Cloud's pools and itself.
 func (a *API) listAlarmDictionaries(w http.ResponseWriter, r *http.Request) error {
 	return a.list(w, r, AlarmDictionarySchema, alarms.Dictionaries(a.cfg, a.view.Snapshot().Types))

@@ -36,7 +36,7 @@ var (
 		"description": query.Simple(), "serviceUri": query.Simple(), "extensions": query.Freeform(),
 	})
 	// LocationSchema is of a list that is always empty (no attribute to filter on is wrong there, since
-	// nothing is answered); AlarmDictionarySchema of the dictionaries nbi/alarms makes.
+	// nothing is answered); AlarmDictionarySchema of the dictionaries package alarms makes.
 	LocationSchema = query.Object("LocationInfo", map[string]query.Attr{
 		"globalLocationId": query.Simple(), "name": query.Simple(), "description": query.Simple(),
 		"oCloudSiteIds": query.Array(), "address": query.Simple().Optional(), "extensions": query.Freeform(),

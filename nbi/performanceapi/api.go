@@ -1,7 +1,7 @@
 // Package performanceapi is the O2IMS Infrastructure Performance API 2.0.0 (clause 3.7) on the shared
 // northbound listener: api_versions, measurement jobs (create, list with filter, attribute selectors and
 // paging through the shell's one list pipeline, get, delete) and the performance service configuration
-// (get, put, merge patch). The jobs are nbi/performance's: stored in one ConfigMap, collected from
+// (get, put, merge patch). The jobs are package performance's own: stored in one ConfigMap, collected from
 // Prometheus by the leader's evaluator; a job's report is its own representation.
 package performanceapi
 
@@ -16,8 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/performance"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/performance"
 )
 
 // The performance service configuration (clause 3.7.4.4): GET, PUT (a whole new one) and PATCH (a JSON

@@ -8,12 +8,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/o2ims-operator/o2ims-operator/nbi"
-	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/performance"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 )
 
-// performanceSubscriptions: SOL 013 subscribe/notify for the jobs' reports (nbi/performance: notify.go
+// performanceSubscriptions: SOL 013 subscribe/notify for the jobs' reports (package performance: notify.go
 // says why an extension of the v2 root), shaped as the monitoring API's alarm subscriptions:
 // PerformanceSubscriptionInfo {performanceSubscriptionId, consumerSubscriptionId, filter (a job id),
 // callback}; create (201, the callback tested first as every subscription's), list, get, delete (204).

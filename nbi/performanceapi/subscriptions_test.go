@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/o2ims-operator/o2ims-operator/nbi/performance"
+	"github.com/o2ims-operator/o2ims-operator/performance"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions"
 	"github.com/o2ims-operator/o2ims-operator/subscriptions/smo"
 )

@@ -19,7 +19,7 @@ import (
 )
 
 // The jobs, their latest results and the performance service configuration are one ConfigMap in the
-// operator's namespace, as the alarms are (nbi/alarms: store.go) and the subscriptions are ConfigMaps
+// operator's namespace, as the alarms are (package alarms: store.go) and the subscriptions are ConfigMaps
 // there: no CRD to install, shared by every replica, surviving restarts and failover. Every change (an
 // SMO's create or delete on whichever replica serves it, the leader's collections) is one write on the
 // resourceVersion it read, so none overwrites another (a conflict is read again and retried). Its size

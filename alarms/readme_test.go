@@ -12,13 +12,13 @@ import (
 
 // The README's alarm table is the definitions' (READMETable).
 func TestTheAlarmTableIsDocumented(t *testing.T) {
-	readme.Section(t, "../../docs/api-alarms.md", "alarms", READMETable(), "go test -run TestTheAlarmTableIsDocumented ./nbi/alarms")
+	readme.Section(t, "../docs/api-alarms.md", "alarms", READMETable(), "go test -run TestTheAlarmTableIsDocumented ./alarms")
 }
 
 // Every definition is complete, its names unique, and its runbook section is one docs/runbook.md has
 // (the section the matching alert rule links).
 func TestEveryDefinitionIsCompleteAndItsRunbookSectionExists(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/runbook.md")
+	raw, err := os.ReadFile("../docs/runbook.md")
 	require.NoError(t, err)
 	anchors := map[string]bool{}
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -26,7 +26,7 @@ func TestEveryDefinitionIsCompleteAndItsRunbookSectionExists(t *testing.T) {
 			anchors[strings.ToLower(strings.TrimSpace(h))] = true
 		}
 	}
-	rules, err := os.ReadFile("../../manifests/monitoring/o2ims-operator.rules.yaml")
+	rules, err := os.ReadFile("../manifests/monitoring/o2ims-operator.rules.yaml")
 	require.NoError(t, err)
 	names, ids, causes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, d := range Definitions {
