@@ -1,8 +1,6 @@
 package alarms
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/cmstore"
 	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
+	"github.com/o2ims-operator/o2ims-operator/serviceconfig"
 )
 
 // The alarms and the alarm service configuration are one ConfigMap in the operator's namespace, as the
@@ -48,31 +48,12 @@ const MaxAlertAlarms = 200
 
 // Retention: cleared alarms are kept retentionPeriod days (the reference's least: 1).
 const (
-	DefaultRetentionDays = 1
-	MaxRetentionDays     = 365
+	DefaultRetentionDays = serviceconfig.DefaultRetentionDays
+	MaxRetentionDays     = serviceconfig.MaxRetentionDays
 )
 
-// ServiceConfig is the reference's AlarmServiceConfiguration.
-type ServiceConfig struct {
-	RetentionPeriod int            `json:"retentionPeriod"`
-	Extensions      map[string]any `json:"extensions"`
-}
-
-// maxExtensionsBytes bounds the configuration's free extensions as JSON: merge patches add to them, and
-// they share the alarms' ConfigMap.
-const maxExtensionsBytes = 16 << 10
-
-// Validate refuses a retention period below 1 day or above MaxRetentionDays, and extensions beyond
-// maxExtensionsBytes.
-func (c ServiceConfig) Validate() error {
-	if c.RetentionPeriod < 1 || c.RetentionPeriod > MaxRetentionDays {
-		return fmt.Errorf("retentionPeriod %d: want a whole number of days from 1 to %d", c.RetentionPeriod, MaxRetentionDays)
-	}
-	if raw, err := json.Marshal(c.Extensions); err != nil || len(raw) > maxExtensionsBytes {
-		return fmt.Errorf("extensions: at most %d bytes of JSON", maxExtensionsBytes)
-	}
-	return nil
-}
+// ServiceConfig is the reference's AlarmServiceConfiguration, the performance API's in shape.
+type ServiceConfig = serviceconfig.Config
 
 // State is everything stored: the alarms sorted by id, and the configuration.
 type State struct {
@@ -125,13 +106,9 @@ func (s *State) ActiveOf(def *Definition) int {
 }
 
 func (s *State) clone() *State {
-	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config, rv: s.rv, stored: s.stored, Tasks: slices.Clone(s.Tasks)}
+	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config.Clone(), rv: s.rv, stored: s.stored, Tasks: slices.Clone(s.Tasks)}
 	for i, a := range s.Alarms {
 		c.Alarms[i] = a.clone()
-	}
-	c.Config.Extensions = make(map[string]any, len(s.Config.Extensions))
-	for k, v := range s.Config.Extensions {
-		c.Config.Extensions[k] = v
 	}
 	return c
 }
@@ -189,7 +166,7 @@ func (st *Store) WithClock(now func() time.Time) *Store {
 func (st *Store) Load(ctx context.Context) (*State, error) {
 	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, StoreName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &State{Config: ServiceConfig{RetentionPeriod: DefaultRetentionDays, Extensions: map[string]any{}}}, nil
+		return &State{Config: serviceconfig.Default()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -248,18 +225,11 @@ func (st *Store) write(ctx context.Context, s *State) error {
 	}
 	cm.Namespace = st.namespace
 	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller (issue 35)
-	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
-	var out *corev1.ConfigMap
-	if !s.stored {
-		out, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-alarms"})
-	} else {
-		cm.ResourceVersion = s.rv
-		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-alarms"})
-	}
+	rv, err := cmstore.Write(ctx, st.kube.CoreV1().ConfigMaps(st.namespace), cm, s.rv, s.stored, "o2ims-alarms")
 	if err != nil {
 		return err
 	}
-	s.rv, s.stored = out.ResourceVersion, true
+	s.rv, s.stored = rv, true
 	st.mu.Lock()
 	st.last = s
 	st.mu.Unlock()
@@ -267,12 +237,8 @@ func (st *Store) write(ctx context.Context, s *State) error {
 }
 
 func encode(s *State) (*corev1.ConfigMap, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(s.Alarms); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
+	packed, err := cmstore.GzipJSON(s.Alarms)
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := json.Marshal(s.Config)
@@ -293,7 +259,7 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
 		},
 		Data:       data,
-		BinaryData: map[string][]byte{alarmsKey: buf.Bytes()},
+		BinaryData: map[string][]byte{alarmsKey: packed},
 	}, nil
 }
 
@@ -315,11 +281,7 @@ func decode(cm *corev1.ConfigMap) (*State, error) {
 		}
 	}
 	if raw, ok := cm.BinaryData[alarmsKey]; ok {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, alarmsKey, err)
-		}
-		if err := json.NewDecoder(zr).Decode(&s.Alarms); err != nil {
+		if err := cmstore.GunzipJSON(raw, &s.Alarms); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, alarmsKey, err)
 		}
 	}

@@ -5,6 +5,7 @@
 // is answered (read-your-writes for the writer); once the cache holds that resourceVersion or a later
 // one, the cache is. (The alarms' and the performance API's one-ConfigMap stores still read the API
 // server: caching them this way stalled alarm delivery in tests/TestV2SubscribersAreNotifiedIn200Shapes, not understood yet.)
+// Those stores write through Write and pack their large part with GzipJSON (write.go).
 package cmstore
 
 import (

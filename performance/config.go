@@ -1,50 +1,22 @@
 package performance
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
 	"strconv"
+
+	"github.com/o2ims-operator/o2ims-operator/serviceconfig"
 )
 
 // ServiceConfig is the PerformanceServiceConfiguration (clause 3.7.6.2.4): retentionPeriod, in days, is
 // how long a collected value of a resource no longer measured is kept in its job's report (a value still
-// measured is replaced at every collection).
-type ServiceConfig struct {
-	RetentionPeriod int            `json:"retentionPeriod"`
-	Extensions      map[string]any `json:"extensions"`
-}
+// measured is replaced at every collection). The alarms' is the same in shape.
+type ServiceConfig = serviceconfig.Config
 
 // Retention bounds, in days (NOTE 1 of Table 3.7.6.2.4-1: a floor it cannot be set below).
 const (
-	DefaultRetentionDays = 1
-	MaxRetentionDays     = 365
-	maxConfigExtensions  = 16 << 10
+	DefaultRetentionDays = serviceconfig.DefaultRetentionDays
+	MaxRetentionDays     = serviceconfig.MaxRetentionDays
 )
-
-// DefaultServiceConfig is the configuration before an SMO set one.
-func DefaultServiceConfig() ServiceConfig {
-	return ServiceConfig{RetentionPeriod: DefaultRetentionDays, Extensions: map[string]any{}}
-}
-
-// Validate refuses a retention period outside 1..MaxRetentionDays, and extensions beyond 16 KiB of JSON.
-func (c ServiceConfig) Validate() error {
-	if c.RetentionPeriod < 1 || c.RetentionPeriod > MaxRetentionDays {
-		return fmt.Errorf("retentionPeriod %d: want a whole number of days from 1 to %d", c.RetentionPeriod, MaxRetentionDays)
-	}
-	if raw, err := json.Marshal(c.Extensions); err != nil || len(raw) > maxConfigExtensions {
-		return fmt.Errorf("extensions: at most %d bytes of JSON", maxConfigExtensions)
-	}
-	return nil
-}
-
-func (c ServiceConfig) clone() ServiceConfig {
-	c.Extensions = maps.Clone(c.Extensions)
-	if c.Extensions == nil {
-		c.Extensions = map[string]any{}
-	}
-	return c
-}
 
 // Bounds keep the jobs and their reports within the store (one ConfigMap, below 1 MiB) and the queries
 // within what a Prometheus is asked by one client.

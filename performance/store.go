@@ -1,8 +1,6 @@
 package performance
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/o2ims-operator/o2ims-operator/cmstore"
 	"github.com/o2ims-operator/o2ims-operator/nbi/caller"
+	"github.com/o2ims-operator/o2ims-operator/serviceconfig"
 )
 
 // The jobs, their latest results and the performance service configuration are one ConfigMap in the
@@ -67,7 +67,7 @@ func (s *State) Delete(id string) bool {
 }
 
 func (s *State) clone() *State {
-	c := &State{Jobs: make([]*Job, len(s.Jobs)), Config: s.Config.clone(), rv: s.rv, stored: s.stored}
+	c := &State{Jobs: make([]*Job, len(s.Jobs)), Config: s.Config.Clone(), rv: s.rv, stored: s.stored}
 	for i, j := range s.Jobs {
 		c.Jobs[i] = j.clone()
 	}
@@ -96,7 +96,7 @@ func NewStore(kube kubernetes.Interface, namespace string) *Store {
 func (st *Store) Load(ctx context.Context) (*State, error) {
 	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, StoreName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &State{Config: DefaultServiceConfig()}, nil
+		return &State{Config: serviceconfig.Default()}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -142,18 +142,11 @@ func (st *Store) write(ctx context.Context, s *State) error {
 	}
 	cm.Namespace = st.namespace
 	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller
-	cms := st.kube.CoreV1().ConfigMaps(st.namespace)
-	var out *corev1.ConfigMap
-	if !s.stored {
-		out, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: "o2ims-performance"})
-	} else {
-		cm.ResourceVersion = s.rv
-		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: "o2ims-performance"})
-	}
+	rv, err := cmstore.Write(ctx, st.kube.CoreV1().ConfigMaps(st.namespace), cm, s.rv, s.stored, "o2ims-performance")
 	if err != nil {
 		return err
 	}
-	s.rv, s.stored = out.ResourceVersion, true
+	s.rv, s.stored = rv, true
 	st.mu.Lock()
 	st.last = s
 	st.mu.Unlock()
@@ -161,12 +154,8 @@ func (st *Store) write(ctx context.Context, s *State) error {
 }
 
 func encode(s *State) (*corev1.ConfigMap, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(s.Jobs); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
+	packed, err := cmstore.GzipJSON(s.Jobs)
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := json.Marshal(s.Config)
@@ -179,14 +168,14 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
 		},
 		Data:       map[string]string{configKey: string(cfg)},
-		BinaryData: map[string][]byte{jobsKey: buf.Bytes()},
+		BinaryData: map[string][]byte{jobsKey: packed},
 	}, nil
 }
 
 // decode reads the ConfigMap; an unreadable part is an error (never silently no jobs: the next write
 // would lose them).
 func decode(cm *corev1.ConfigMap) (*State, error) {
-	s := &State{rv: cm.ResourceVersion, stored: true, Config: DefaultServiceConfig()}
+	s := &State{rv: cm.ResourceVersion, stored: true, Config: serviceconfig.Default()}
 	if raw, ok := cm.Data[configKey]; ok {
 		if err := json.Unmarshal([]byte(raw), &s.Config); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: %s is not a PerformanceServiceConfiguration: %w", cm.Name, configKey, err)
@@ -196,11 +185,7 @@ func decode(cm *corev1.ConfigMap) (*State, error) {
 		s.Config.Extensions = map[string]any{}
 	}
 	if raw, ok := cm.BinaryData[jobsKey]; ok {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, jobsKey, err)
-		}
-		if err := json.NewDecoder(zr).Decode(&s.Jobs); err != nil {
+		if err := cmstore.GunzipJSON(raw, &s.Jobs); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, jobsKey, err)
 		}
 	}

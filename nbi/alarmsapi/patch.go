@@ -12,6 +12,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/alarms"
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
+	"github.com/o2ims-operator/o2ims-operator/serviceconfig"
 )
 
 // maxBody bounds a PATCH or PUT body: a few fields and the configuration's extensions.
@@ -169,34 +170,11 @@ func (a *API) patchConfig(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// mergeConfig merges a patch's members into cur (serviceconfig.Merge); its fault is a 400.
 func mergeConfig(cur alarms.ServiceConfig, retention, extensions json.RawMessage) (alarms.ServiceConfig, error) {
-	next := alarms.ServiceConfig{RetentionPeriod: cur.RetentionPeriod, Extensions: map[string]any{}}
-	for k, v := range cur.Extensions {
-		next.Extensions[k] = v
-	}
-	if retention != nil {
-		if string(retention) == "null" {
-			return next, nbi.NewProblem(http.StatusBadRequest, "retentionPeriod cannot be removed")
-		}
-		if err := query.DecodeJSON(retention, &next.RetentionPeriod); err != nil {
-			return next, nbi.NewProblem(http.StatusBadRequest, "retentionPeriod: %v", err)
-		}
-	}
-	if extensions != nil {
-		var ext map[string]any
-		if err := query.DecodeJSON(extensions, &ext); err != nil {
-			return next, nbi.NewProblem(http.StatusBadRequest, "extensions: %v", err)
-		}
-		if ext == nil { // null: all removed
-			next.Extensions = map[string]any{}
-		}
-		for k, v := range ext {
-			if v == nil {
-				delete(next.Extensions, k)
-			} else {
-				next.Extensions[k] = v
-			}
-		}
+	next, err := serviceconfig.Merge(cur, retention, extensions)
+	if err != nil {
+		return next, nbi.NewProblem(http.StatusBadRequest, "%s", err)
 	}
 	return next, nil
 }

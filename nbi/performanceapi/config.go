@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/o2ims-operator/o2ims-operator/nbi"
 	"github.com/o2ims-operator/o2ims-operator/nbi/query"
 	"github.com/o2ims-operator/o2ims-operator/performance"
+	"github.com/o2ims-operator/o2ims-operator/serviceconfig"
 )
 
 // The performance service configuration (clause 3.7.4.4): GET, PUT (a whole new one) and PATCH (a JSON
@@ -119,34 +119,11 @@ func (a *API) patchConfig(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// mergeConfig merges a patch's members into cur (serviceconfig.Merge); its fault is a 400.
 func mergeConfig(cur performance.ServiceConfig, retention, extensions json.RawMessage) (performance.ServiceConfig, error) {
-	next := performance.ServiceConfig{RetentionPeriod: cur.RetentionPeriod, Extensions: maps.Clone(cur.Extensions)}
-	if next.Extensions == nil {
-		next.Extensions = map[string]any{}
-	}
-	if retention != nil {
-		if string(retention) == "null" {
-			return next, nbi.NewProblem(http.StatusBadRequest, "retentionPeriod cannot be removed")
-		}
-		if err := query.DecodeJSON(retention, &next.RetentionPeriod); err != nil {
-			return next, nbi.NewProblem(http.StatusBadRequest, "retentionPeriod: %v", err)
-		}
-	}
-	if extensions != nil {
-		var ext map[string]any
-		if err := query.DecodeJSON(extensions, &ext); err != nil {
-			return next, nbi.NewProblem(http.StatusBadRequest, "extensions: %v", err)
-		}
-		if ext == nil { // null: all removed
-			next.Extensions = map[string]any{}
-		}
-		for k, v := range ext {
-			if v == nil {
-				delete(next.Extensions, k)
-			} else {
-				next.Extensions[k] = v
-			}
-		}
+	next, err := serviceconfig.Merge(cur, retention, extensions)
+	if err != nil {
+		return next, nbi.NewProblem(http.StatusBadRequest, "%s", err)
 	}
 	return next, nil
 }

@@ -80,9 +80,9 @@ const model = "inventory"
 const delivery = "subscriptions"
 
 // monitoring are the alarm and performance models (definitions, faults, jobs, their stores, the leader's
-// raiser and evaluator): the APIs serve them, so they know no API, no HTTP shell, no chain nor framework;
-// of nbi/ they read only its leaves (nbiLeaves).
-var monitoring = []string{"alarms", "performance"}
+// raiser and evaluator) and the service configuration both have: the APIs serve them, so they know no
+// API, no HTTP shell, no chain nor framework; of nbi/ they read only its leaves (nbiLeaves).
+var monitoring = []string{"alarms", "performance", "serviceconfig"}
 
 // nbiLeaves are the NBI's packages that carry no HTTP: what a caller sends (query), which callbacks may be
 // reached (callback), who made a request (caller).
@@ -375,6 +375,7 @@ func TestImportBoundaries(t *testing.T) {
 			{pkg: "performance", imports: []string{m("nbi/performanceapi")}},
 			{pkg: "performance", imports: []string{m("handlers")}},
 			{pkg: "alarms", imports: []string{m("framework")}},
+			{pkg: "serviceconfig", imports: []string{m("nbi")}},
 			{pkg: "handlers", imports: []string{m("nbi/inventoryapi")}},
 			{pkg: "handlers", imports: []string{m("tests/kubeapi")}},
 			{pkg: "api/v1alpha1", imports: []string{m("api/spec")}},
@@ -404,8 +405,9 @@ func TestImportBoundaries(t *testing.T) {
 			{ImportPath: m("inventory"), Imports: []string{m("netbox"), m("internal/ocloud")}},
 			{ImportPath: m("subscriptions"), Imports: []string{m("inventory"), m("nbi/callback"), m("nbi/caller"), m("nbi/query"), m("internal/backoff")}},
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("inventory")}},
-			{ImportPath: m("alarms"), Imports: []string{m("cmstore"), m("subscriptions"), m("inventory"), m("api/v1alpha1"), m("nbi/caller"), m("nbi/query")}},
-			{ImportPath: m("performance"), Imports: []string{m("subscriptions"), m("inventory"), m("nbi/caller"), m("nbi/query"), m("internal/bearer")}},
+			{ImportPath: m("alarms"), Imports: []string{m("serviceconfig"), m("cmstore"), m("subscriptions"), m("inventory"), m("api/v1alpha1"), m("nbi/caller"), m("nbi/query")}},
+			{ImportPath: m("serviceconfig"), Imports: []string{m("nbi/query")}},
+			{ImportPath: m("performance"), Imports: []string{m("serviceconfig"), m("cmstore"), m("subscriptions"), m("inventory"), m("nbi/caller"), m("nbi/query"), m("internal/bearer")}},
 			{ImportPath: m("handlers"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/hosts"), m("handlers/kube")}},
 			{ImportPath: m("handlers/hosts"), Imports: []string{m("api/v1alpha1"), m("api/external"), m("framework"), m("api/spec"), m("handlers/kube"), m("netbox")}},
 			{ImportPath: m("handlers/kube"), Imports: []string{m("framework")}},
