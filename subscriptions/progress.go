@@ -1,14 +1,13 @@
 package subscriptions
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/cmstore"
 	"github.com/o2ims-operator/o2ims-operator/inventory"
 )
 
@@ -46,17 +45,7 @@ func (st *SubscriptionStore) SaveProgress(ctx context.Context, id string, objs m
 	return err
 }
 
-func encodeProgress(objs map[string]storedObject) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(objs); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func encodeProgress(objs map[string]storedObject) ([]byte, error) { return cmstore.GzipJSON(objs) }
 
 // LoadProgress reads a subscription's progress; found is false when it has none (or it is unreadable,
 // which is logged by the caller's absence of changes: it then starts from now).
@@ -72,12 +61,8 @@ func (st *SubscriptionStore) LoadProgress(ctx context.Context, id string) (map[s
 	if !ok {
 		return nil, false, nil
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, false, nil
-	}
 	var objs map[string]storedObject
-	if err := json.NewDecoder(zr).Decode(&objs); err != nil {
+	if err := cmstore.GunzipJSON(raw, &objs); err != nil {
 		return nil, false, nil
 	}
 	out := make(map[string]inventory.Change, len(objs))
