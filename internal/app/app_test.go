@@ -169,6 +169,18 @@ func TestIgnoredPythonSettingsAreNamed(t *testing.T) {
 	assert.Contains(t, got[2], "always verified")
 }
 
+// PROMETHEUS_URL without NETBOX_URL serves nothing (the performance API measures the inventory's hosts):
+// a warning says so rather than leaving the setting looking honoured.
+func TestPrometheusWithoutNetBoxIsNamed(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	prom := env(map[string]string{"PROMETHEUS_URL": "http://prometheus:9090"})
+	assert.Empty(t, unservedSettings(prom, true))
+	assert.Empty(t, unservedSettings(env(nil), false))
+	got := unservedSettings(prom, false)
+	require.Len(t, got, 1)
+	assert.Equal(t, "PROMETHEUS_URL is set but NETBOX_URL is not: the performance API measures the inventory's hosts, so it is not served", got[0])
+}
+
 // A northbound API on a non-loopback address without TLS is not served, with one reason that says what
 // to set, unless NBI_INSECURE=true says it is meant (then it is, with a warning); the rest of the operator
 // runs either way (tests/manifests: TestNonLoopbackNBIWithoutTLSNeedsNBIInsecure). A bad NBI_INSECURE

@@ -73,7 +73,7 @@ func readConfig(o *options, getenv func(string) string) (*config, error) {
 // startLogging builds the logger and says, once, what of the configuration is ignored or unsafe.
 func startLogging(o *options, c *config, getenv func(string) string) *zap.Logger {
 	log := redactErrors(framework.NewLogger(c.level, c.jsonLogs))
-	for _, w := range ignoredPythonSettings(getenv) {
+	for _, w := range append(ignoredPythonSettings(getenv), unservedSettings(getenv, c.netboxOn)...) {
 		log.Warn(w)
 	}
 	if c.nbiInsecure {
@@ -109,6 +109,15 @@ func ignoredPythonSettings(getenv func(string) string) []string {
 			"then the Cluster's rollout, count as rendered")
 	}
 	return out
+}
+
+// unservedSettings are the warnings for settings whose feature needs another that is not set: the
+// performance API measures the inventory's hosts, so PROMETHEUS_URL alone serves nothing.
+func unservedSettings(getenv func(string) string, netboxOn bool) []string {
+	if !netboxOn && strings.TrimSpace(getenv("PROMETHEUS_URL")) != "" {
+		return []string{"PROMETHEUS_URL is set but NETBOX_URL is not: the performance API measures the inventory's hosts, so it is not served"}
+	}
+	return nil
 }
 
 // nbiExposure refuses a northbound API on a non-loopback address without TLS: callers' bearer tokens
