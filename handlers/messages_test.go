@@ -536,7 +536,8 @@ func TestMessageWalk(t *testing.T) {
 		waitState(t, srv, "msg-cluster-1", v1alpha1.StateFulfilled, 30*time.Second)
 	})
 
-	// Deleting: reading the PackageVariant goes unanswered, then deleting it does.
+	// Deleting: deleting the PackageVariant goes unanswered (the release deletes the cached version first,
+	// no read before), then reading it does (the deletion accepted, its finalizer is waited for by reads).
 	t.Run(msgDeletingRetrying.key+"+"+msgDeletingPackageVariantRetrying.key, func(t *testing.T) {
 		t.Parallel()
 		var mode atomic.Value
@@ -552,11 +553,11 @@ func TestMessageWalk(t *testing.T) {
 		createPR(t, srv, provisioningRequest("msg-delretry-1", "msg-delretry", tmplOK, map[string]any{"clusterName": "edge-msg-delretry-1"}))
 		waitState(t, srv, "msg-delretry-1", v1alpha1.StateFulfilled, 30*time.Second)
 		waitHandled(t, srv, "msg-delretry-1")
-		mode.Store("get")
-		deletePR(t, srv, "msg-delretry-1")
-		c.trail.await(t, "msg-delretry-1", msgDeletingRetrying, 30*time.Second)
 		mode.Store("delete")
+		deletePR(t, srv, "msg-delretry-1")
 		c.trail.await(t, "msg-delretry-1", msgDeletingPackageVariantRetrying, 30*time.Second)
+		mode.Store("get")
+		c.trail.await(t, "msg-delretry-1", msgDeletingRetrying, 30*time.Second)
 		mode.Store("")
 		eventually(t, 30*time.Second, func() bool { _, ok := getPR(t, srv, "msg-delretry-1"); return !ok }, "never released")
 	})
