@@ -4,7 +4,8 @@
 // which then tells the cache (Wrote, Deleted). Until the informer has seen a write, the written copy
 // is answered (read-your-writes for the writer); once the cache holds that resourceVersion or a later
 // one, the cache is. (The alarms' and the performance API's one-ConfigMap stores still read the API
-// server: caching them this way stalled alarm delivery in tests/TestV2SubscribersAreNotifiedIn200Shapes, not understood yet.)
+// server. A cache of them was backed out when TestV2SubscribersAreNotifiedIn200Shapes failed with it;
+// that failure was the test's own race, fixed since, so the cache can be tried again.)
 // Those stores write through Write and pack their large part with GzipJSON (write.go).
 package cmstore
 
