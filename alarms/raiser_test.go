@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
 	"github.com/o2ims-operator/o2ims-operator/inventory"
@@ -48,8 +52,25 @@ func newTestRaiser(t *testing.T, facts Facts, now *time.Time) (*Raiser, *Store) 
 	cfg, err := inventory.ConfigFromEnv(func(string) string { return "" }, "http://netbox.example")
 	require.NoError(t, err)
 	clock := func() time.Time { return *now }
-	store := NewStore(fake.NewSimpleClientset(), "o2ims").WithClock(clock)
+	store := NewStore(versioned(), "o2ims").WithClock(clock)
+	t.Cleanup(store.Close)
 	return NewRaiser(Config{Inventory: cfg, CreationTimeout: time.Hour, Now: clock}, facts, store, nil, nil), store
+}
+
+// versioned is a fake clientset that numbers the ConfigMaps' resourceVersions as the API server does
+// (the fake leaves them empty): the store's cache tells a newer copy from an older one by them.
+func versioned() *fake.Clientset {
+	kube := fake.NewSimpleClientset()
+	var n atomic.Uint64
+	kube.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if w, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if cm, ok := w.GetObject().(*corev1.ConfigMap); ok {
+				cm.ResourceVersion = strconv.FormatUint(n.Add(1), 10)
+			}
+		}
+		return false, nil, nil // the tracker stores it
+	})
+	return kube
 }
 
 // Facts that cannot be read (the cache not synced) leave their alarms as they are: an unsynced cache

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -60,8 +58,7 @@ type State struct {
 	Alarms []*Alarm
 	Config ServiceConfig
 	Tasks  []*Task // task operation occurrences, oldest first (tasks.go)
-	rv     string
-	stored bool // the ConfigMap exists (written as an update, not a creation)
+	cmstore.Version
 }
 
 // Get answers the alarm with id.
@@ -106,7 +103,7 @@ func (s *State) ActiveOf(def *Definition) int {
 }
 
 func (s *State) clone() *State {
-	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config.Clone(), rv: s.rv, stored: s.stored, Tasks: slices.Clone(s.Tasks)}
+	c := &State{Alarms: make([]*Alarm, len(s.Alarms)), Config: s.Config.Clone(), Version: s.Version, Tasks: slices.Clone(s.Tasks)}
 	for i, a := range s.Alarms {
 		c.Alarms[i] = a.clone()
 	}
@@ -137,23 +134,28 @@ func (s *State) prune(now time.Time) bool {
 	return len(s.Alarms) != before
 }
 
-// Store reads and writes the alarms' ConfigMap.
+// Store reads the alarms' ConfigMap through a cache of it (cmstore.State: an NBI GET costs no API-server
+// call) and writes it through the API server.
 type Store struct {
-	kube      kubernetes.Interface
-	namespace string
-	now       func() time.Time
-
-	mu   sync.Mutex
-	last *State // the last state read or written (decoded once per resourceVersion)
+	state *cmstore.State[*State]
+	cache *cmstore.Cache
+	now   func() time.Time
 }
 
-// NewStore stores in namespace (the operator's; "" is default).
+// NewStore stores in namespace (the operator's; "" is default). Its cache, one informer of the
+// ConfigMap labelled StoreLabel, starts at the first read.
 func NewStore(kube kubernetes.Interface, namespace string) *Store {
 	if namespace == "" {
 		namespace = "default"
 	}
-	return &Store{kube: kube, namespace: namespace, now: time.Now}
+	cache := cmstore.New(kube, namespace, StoreLabel)
+	codec := cmstore.Codec[*State]{Name: StoreName, FieldManager: "o2ims-alarms", Encode: encode, Decode: decode,
+		Empty: func() *State { return &State{Config: serviceconfig.Default()} }}
+	return &Store{state: cmstore.NewState(cache, kube.CoreV1().ConfigMaps(namespace), codec), cache: cache, now: time.Now}
 }
+
+// Close stops the cache's informer (a test's store; the operator's lives as long as it does).
+func (st *Store) Close() { st.cache.Close() }
 
 // WithClock sets the clock the retention period is measured on (default time.Now).
 func (st *Store) WithClock(now func() time.Time) *Store {
@@ -163,40 +165,19 @@ func (st *Store) WithClock(now func() time.Time) *Store {
 
 // Load reads the state (an empty one, with the default configuration, before anything was stored). The
 // answer is shared: read it, never change it.
-func (st *Store) Load(ctx context.Context) (*State, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, StoreName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return &State{Config: serviceconfig.Default()}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.last != nil && st.last.rv == cm.ResourceVersion {
-		return st.last, nil
-	}
-	s, err := decode(cm)
-	if err != nil {
-		return nil, err
-	}
-	st.last = s
-	return s, nil
-}
+func (st *Store) Load(ctx context.Context) (*State, error) { return st.state.Load(ctx) }
 
 // Last is the state as last read or written by this replica (nil before the first), without a call.
-func (st *Store) Last() *State {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.last
-}
+func (st *Store) Last() *State { return st.state.Last() }
 
 // Update applies change to a copy of the state and writes it when change says it changed something
-// (or pruning dropped alarms), on the resourceVersion it read; a conflict is read again and retried. It
-// answers the state stored after it, and change's error as it is.
+// (or pruning dropped alarms), on the resourceVersion it read; a write on an outdated state is read
+// again from the API server and retried. It answers the state stored after it, and change's error as
+// it is. A change that writes nothing may have been decided on a cache a moment behind another
+// replica's write: the raiser's next pass decides again.
 func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) (*State, error) {
 	for attempt := 1; ; attempt++ {
-		cur, err := st.Load(ctx)
+		cur, err := st.state.Read(ctx, attempt)
 		if err != nil {
 			return nil, err
 		}
@@ -211,32 +192,14 @@ func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) 
 		if !changed {
 			return cur, nil
 		}
-		err = st.write(ctx, next)
-		if err == nil || attempt == updateAttempts || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+		err = st.state.Write(ctx, next)
+		if err == nil || attempt == updateAttempts || !cmstore.Stale(err) {
 			return next, err
 		}
 	}
 }
 
-func (st *Store) write(ctx context.Context, s *State) error {
-	cm, err := encode(s)
-	if err != nil {
-		return err
-	}
-	cm.Namespace = st.namespace
-	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller (issue 35)
-	rv, err := cmstore.Write(ctx, st.kube.CoreV1().ConfigMaps(st.namespace), cm, s.rv, s.stored, "o2ims-alarms")
-	if err != nil {
-		return err
-	}
-	s.rv, s.stored = rv, true
-	st.mu.Lock()
-	st.last = s
-	st.mu.Unlock()
-	return nil
-}
-
-func encode(s *State) (*corev1.ConfigMap, error) {
+func encode(ctx context.Context, s *State) (*corev1.ConfigMap, error) {
 	packed, err := cmstore.GzipJSON(s.Alarms)
 	if err != nil {
 		return nil, err
@@ -255,8 +218,8 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   StoreName,
-			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Labels:      map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Annotations: caller.Annotate(ctx, nil), // an NBI write names its caller (issue 35)
 		},
 		Data:       data,
 		BinaryData: map[string][]byte{alarmsKey: packed},
@@ -266,7 +229,7 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 // decode reads the ConfigMap; an unreadable part is an error (never silently an empty list: the next
 // write would lose the alarms).
 func decode(cm *corev1.ConfigMap) (*State, error) {
-	s := &State{rv: cm.ResourceVersion, stored: true, Config: ServiceConfig{RetentionPeriod: DefaultRetentionDays}}
+	s := &State{Config: ServiceConfig{RetentionPeriod: DefaultRetentionDays}}
 	if raw, ok := cm.Data[configKey]; ok {
 		if err := json.Unmarshal([]byte(raw), &s.Config); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: %s is not an AlarmServiceConfiguration: %w", cm.Name, configKey, err)

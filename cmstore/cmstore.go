@@ -3,10 +3,8 @@
 // subscriptions (one ConfigMap each) are read here and written through the API server by their store,
 // which then tells the cache (Wrote, Deleted). Until the informer has seen a write, the written copy
 // is answered (read-your-writes for the writer); once the cache holds that resourceVersion or a later
-// one, the cache is. (The alarms' and the performance API's one-ConfigMap stores still read the API
-// server. A cache of them was backed out when TestV2SubscribersAreNotifiedIn200Shapes failed with it;
-// that failure was the test's own race, fixed since, so the cache can be tried again.)
-// Those stores write through Write and pack their large part with GzipJSON (write.go).
+// one, the cache is. The alarms' and the performance API's one-ConfigMap states are read the same way
+// (State, state.go), written through Write, their large part packed with GzipJSON (write.go).
 package cmstore
 
 import (
@@ -81,8 +79,9 @@ func (c *Cache) start() {
 
 // seen forgets a write (or a deletion) of this replica once the informer has caught up with it.
 func (c *Cache) seen(obj any, gone bool) {
+	tombstone := false
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
+		obj, tombstone = t.Obj, true
 	}
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -92,7 +91,12 @@ func (c *Cache) seen(obj any, gone bool) {
 	defer c.mu.Unlock()
 	if gone {
 		delete(c.deleted, cm.Name)
-		delete(c.written, cm.Name)
+		// A deletion's event carries its own, later resourceVersion: one older than a write here is of
+		// the copy that write created again (a State's ConfigMap), which stays. A tombstone's version
+		// is only the last the informer saw: the write goes with it.
+		if w, ok := c.written[cm.Name]; ok && (tombstone || atLeast(cm.ResourceVersion, w.ResourceVersion)) {
+			delete(c.written, cm.Name)
+		}
 		return
 	}
 	if w, ok := c.written[cm.Name]; ok && atLeast(cm.ResourceVersion, w.ResourceVersion) {

@@ -63,3 +63,19 @@ func TestResourceVersionsCompareAsIntegers(t *testing.T) {
 	assert.True(t, atLeast("abc", "abc"), "opaque ones only when equal")
 	assert.False(t, atLeast("abd", "abc"))
 }
+
+// A State's ConfigMap deleted and created again here: the deletion's event, older than the creation,
+// leaves the creation answered; the deletion of the creation itself, or a tombstone (whose version is
+// only the last the informer saw), takes it.
+func TestAnOlderDeletionLeavesTheWriteMadeAfterIt(t *testing.T) {
+	c := New(nil, "ns", "l")
+	mine := cm("s", "9")
+	c.Wrote(mine)
+	c.seen(cm("s", "7"), true)
+	assert.Same(t, mine, answer(c, "s", nil), "the deletion was of the copy before this creation")
+	c.seen(cm("s", "10"), true)
+	assert.Nil(t, answer(c, "s", nil), "the deletion of this creation")
+	c.Wrote(mine)
+	c.seen(cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: cm("s", "7")}, true)
+	assert.Nil(t, answer(c, "s", nil), "a tombstone")
+}

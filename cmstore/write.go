@@ -11,23 +11,15 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
-// Write stores cm as the one ConfigMap of a model's state (the alarms', the performance jobs'): created
-// when it is not stored yet, else updated on rv, the resourceVersion its state was read at, so that no
-// writer overwrites another (a conflict is the caller's to read again). It answers the new
-// resourceVersion.
-func Write(ctx context.Context, cms typedcorev1.ConfigMapInterface, cm *corev1.ConfigMap, rv string, stored bool, fieldManager string) (string, error) {
-	var out *corev1.ConfigMap
-	var err error
-	if !stored {
-		out, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
-	} else {
-		cm.ResourceVersion = rv
-		out, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
+// write stores cm as the one ConfigMap of a model's state (State.Write): created when it is not stored
+// yet, else updated on rv, the resourceVersion its state was read at, so that no writer overwrites
+// another (a conflict is the caller's to read again). It answers what the API server stored.
+func write(ctx context.Context, cms typedcorev1.ConfigMapInterface, cm *corev1.ConfigMap, v Version, fieldManager string) (*corev1.ConfigMap, error) {
+	if !v.stored {
+		return cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
 	}
-	if err != nil {
-		return "", err
-	}
-	return out.ResourceVersion, nil
+	cm.ResourceVersion = v.rv
+	return cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
 }
 
 // GzipJSON is v as gzip JSON: the large part of such a state, in BinaryData, so it stays well below a

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -36,8 +34,7 @@ const (
 type State struct {
 	Jobs   []*Job
 	Config ServiceConfig
-	rv     string
-	stored bool
+	cmstore.Version
 }
 
 // Get answers the job with id.
@@ -67,59 +64,46 @@ func (s *State) Delete(id string) bool {
 }
 
 func (s *State) clone() *State {
-	c := &State{Jobs: make([]*Job, len(s.Jobs)), Config: s.Config.Clone(), rv: s.rv, stored: s.stored}
+	c := &State{Jobs: make([]*Job, len(s.Jobs)), Config: s.Config.Clone(), Version: s.Version}
 	for i, j := range s.Jobs {
 		c.Jobs[i] = j.clone()
 	}
 	return c
 }
 
-// Store reads and writes the performance ConfigMap.
+// Store keeps the performance ConfigMap: read through its cache (cmstore.State), so a GET of the jobs
+// or the configuration makes no API-server call; written through the API server.
 type Store struct {
-	kube      kubernetes.Interface
-	namespace string
-
-	mu   sync.Mutex
-	last *State // decoded once per resourceVersion
+	jobs  *cmstore.State[*State]
+	cache *cmstore.Cache
 }
 
-// NewStore stores in namespace (the operator's; "" is default).
+// NewStore stores in namespace (the operator's; "" is default), reading through one informer of the
+// ConfigMap labelled StoreLabel, started by the first read.
 func NewStore(kube kubernetes.Interface, namespace string) *Store {
 	if namespace == "" {
 		namespace = "default"
 	}
-	return &Store{kube: kube, namespace: namespace}
+	cache := cmstore.New(kube, namespace, StoreLabel)
+	return &Store{cache: cache, jobs: cmstore.NewState(cache, kube.CoreV1().ConfigMaps(namespace), cmstore.Codec[*State]{
+		Name: StoreName, FieldManager: "o2ims-performance", Encode: encode, Decode: decode,
+		Empty: func() *State { return &State{Config: serviceconfig.Default()} },
+	})}
 }
 
 // Load reads the state (empty, with the default configuration, before anything was stored). The answer
 // is shared: read it, never change it.
-func (st *Store) Load(ctx context.Context) (*State, error) {
-	cm, err := st.kube.CoreV1().ConfigMaps(st.namespace).Get(ctx, StoreName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return &State{Config: serviceconfig.Default()}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.last != nil && st.last.rv == cm.ResourceVersion {
-		return st.last, nil
-	}
-	s, err := decode(cm)
-	if err != nil {
-		return nil, err
-	}
-	st.last = s
-	return s, nil
-}
+func (st *Store) Load(ctx context.Context) (*State, error) { return st.jobs.Load(ctx) }
+
+// Close stops the informer (a test's store: the operator's lives as long as the process).
+func (st *Store) Close() { st.cache.Close() }
 
 // Update applies change to a copy of the state and writes it when change says it changed something, on
-// the resourceVersion it read; a conflict is read again and retried. It answers the state stored after
-// it, and change's error as it is.
+// the resourceVersion it read; when another write came first, it reads the API server's state and
+// tries again. It answers the state stored after it, and change's error as it is.
 func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) (*State, error) {
 	for attempt := 1; ; attempt++ {
-		cur, err := st.Load(ctx)
+		cur, err := st.jobs.Read(ctx, attempt)
 		if err != nil {
 			return nil, err
 		}
@@ -128,32 +112,14 @@ func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) 
 		if err != nil || !changed {
 			return cur, err
 		}
-		err = st.write(ctx, next)
-		if err == nil || attempt == updateAttempts || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+		err = st.jobs.Write(ctx, next)
+		if err == nil || attempt == updateAttempts || !cmstore.Stale(err) {
 			return next, err
 		}
 	}
 }
 
-func (st *Store) write(ctx context.Context, s *State) error {
-	cm, err := encode(s)
-	if err != nil {
-		return err
-	}
-	cm.Namespace = st.namespace
-	cm.Annotations = caller.Annotate(ctx, cm.Annotations) // an NBI write names its caller
-	rv, err := cmstore.Write(ctx, st.kube.CoreV1().ConfigMaps(st.namespace), cm, s.rv, s.stored, "o2ims-performance")
-	if err != nil {
-		return err
-	}
-	s.rv, s.stored = rv, true
-	st.mu.Lock()
-	st.last = s
-	st.mu.Unlock()
-	return nil
-}
-
-func encode(s *State) (*corev1.ConfigMap, error) {
+func encode(ctx context.Context, s *State) (*corev1.ConfigMap, error) {
 	packed, err := cmstore.GzipJSON(s.Jobs)
 	if err != nil {
 		return nil, err
@@ -164,8 +130,8 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   StoreName,
-			Labels: map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Labels:      map[string]string{StoreLabel: "true", "app.kubernetes.io/name": "o2ims-operator"},
+			Annotations: caller.Annotate(ctx, nil), // an NBI write names its caller
 		},
 		Data:       map[string]string{configKey: string(cfg)},
 		BinaryData: map[string][]byte{jobsKey: packed},
@@ -175,7 +141,7 @@ func encode(s *State) (*corev1.ConfigMap, error) {
 // decode reads the ConfigMap; an unreadable part is an error (never silently no jobs: the next write
 // would lose them).
 func decode(cm *corev1.ConfigMap) (*State, error) {
-	s := &State{rv: cm.ResourceVersion, stored: true, Config: serviceconfig.Default()}
+	s := &State{Config: serviceconfig.Default()}
 	if raw, ok := cm.Data[configKey]; ok {
 		if err := json.Unmarshal([]byte(raw), &s.Config); err != nil {
 			return nil, fmt.Errorf("ConfigMap %s: %s is not a PerformanceServiceConfiguration: %w", cm.Name, configKey, err)

@@ -363,6 +363,7 @@ func TestTwoReplicasWritingAtOnceLoseNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	other := alarms.NewStore(e.kube, e.namespace)
+	t.Cleanup(other.Close)
 	_, err := e.store.Update(ctx, func(s *alarms.State) (bool, error) { s.Config.Extensions["a"] = "first"; return true, nil })
 	require.NoError(t, err)
 	attempts := 0

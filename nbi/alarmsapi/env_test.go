@@ -111,6 +111,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) restart() {
 	t := e.T
 	e.store = alarms.NewStore(e.kube, e.namespace).WithClock(e.now)
+	t.Cleanup(e.store.Close)
 	e.reg = prometheus.NewRegistry()
 	metrics, err := alarms.NewMetrics(e.reg, e.store)
 	require.NoError(t, err)

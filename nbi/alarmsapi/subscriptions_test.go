@@ -253,6 +253,7 @@ func TestAlarmNotificationsSurviveAFailover(t *testing.T) {
 	ctxA, stopA := context.WithCancel(context.Background())
 	e.notifier(ctxA) // replica A leads
 	storeB := alarms.NewStore(e.kube, e.namespace)
+	t.Cleanup(storeB.Close)
 	subsB := subscriptions.NewSubscriptionStore(e.kube, e.namespace).WithKind(alarms.Subscriptions).WithPolicy(e.policy)
 	t.Cleanup(subsB.Close)
 

@@ -103,6 +103,7 @@ func (e *env) restart() {
 	t := e.T
 	t.Helper()
 	e.store = performance.NewStore(e.kube, e.namespace)
+	t.Cleanup(e.store.Close)
 	e.connect(e.promURL)
 	if e.Srv != nil {
 		require.NoError(t, e.Srv.Shutdown(context.Background()))
