@@ -9,9 +9,10 @@ import (
 
 // serveAlarms builds the O2IMS alarms of an operator with an inventory (package alarms, nbi/alarmsapi) and the
 // Alertmanager webhook receiver: stored in one ConfigMap in the operator's namespace (the subscriptions'
-// Role covers it), raised from the request cache, the inventory view, the deployment managers and
-// NetBox's availability by the raiser, a runnable of the leader, a stuck request measured on the chain's
-// CREATION_TIMEOUT.
+// Role covers it), read through one more informer, of that ConfigMap's label alone (no other informer's
+// label selects it; the first read starts it), raised from the request cache, the inventory view, the
+// deployment managers and NetBox's availability by the raiser, a runnable of the leader, a stuck request
+// measured on the chain's CREATION_TIMEOUT.
 func (w *wiring) serveAlarms() (*alarmsapi.API, error) {
 	iw, op := w.inv, w.op
 	st := alarms.NewStore(op.Clients().Kubernetes, w.namespace)

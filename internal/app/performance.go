@@ -9,9 +9,9 @@ import (
 
 // servePerformance builds the O2IMS Infrastructure Performance API of an operator with an inventory
 // (its hosts are what jobs measure) and PROMETHEUS_URL (where they are measured): the jobs stored in one
-// ConfigMap in the operator's namespace (the subscriptions' Role covers it), collected by the evaluator, a
-// runnable of the leader. Without PROMETHEUS_URL the API answers only its root's errors
-// (performanceapi.Unserved).
+// ConfigMap in the operator's namespace (the subscriptions' Role covers it), read through an informer of
+// it alone (as the alarms' store is), collected by the evaluator, a runnable of the leader. Without
+// PROMETHEUS_URL the API answers only its root's errors (performanceapi.Unserved).
 func (w *wiring) servePerformance() (nbi.API, error) {
 	iw, op := w.inv, w.op
 	pc, err := performance.PrometheusConfigFromEnv(w.getenv)
