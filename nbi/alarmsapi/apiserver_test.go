@@ -17,12 +17,9 @@ import (
 // gated restarts e as a replica whose client's requests are recorded and whose watches (its caches'
 // informers) the test can hold.
 func (e *env) gated() (*kubeapi.Recorder, *kubeapi.WatchGate) {
-	rec, gate := &kubeapi.Recorder{}, &kubeapi.WatchGate{}
-	cfg := e.Kapi.AdminConfig()
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rec.Wrap(gate.Wrap(rt)) }
-	e.kube = kubernetes.NewForConfigOrDie(cfg)
+	kube, rec, gate := kubeapi.GatedClient(e.T, e.Kapi.AdminConfig())
+	e.kube = kube
 	e.restart()
-	e.T.Cleanup(gate.Release)
 	return rec, gate
 }
 

@@ -18,12 +18,9 @@ import (
 // gated restarts e as a replica whose client's requests are recorded and whose watches (its caches'
 // informers) the test can hold.
 func (e *env) gated() (*kubeapi.Recorder, *kubeapi.WatchGate) {
-	rec, gate := &kubeapi.Recorder{}, &kubeapi.WatchGate{}
-	cfg := e.Kapi.AdminConfig()
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rec.Wrap(gate.Wrap(rt)) }
-	e.kube = kubernetes.NewForConfigOrDie(cfg)
+	kube, rec, gate := kubeapi.GatedClient(e.T, e.Kapi.AdminConfig())
+	e.kube = kube
 	e.restart()
-	e.T.Cleanup(gate.Release)
 	return rec, gate
 }
 
@@ -81,7 +78,7 @@ func TestAWriteIsReadBackAtOnce(t *testing.T) {
 // server refuses that write, and the retry reads the server's state, so both jobs stand.
 func TestAWriteOnAStaleCacheIsMadeAgainOnTheServersState(t *testing.T) {
 	e := newEnv(t)
-	_, gate := e.gated()
+	rec, gate := e.gated()
 	x := e.post(v2+"/measurementJobs", memJob)
 	require.Equal(t, http.StatusCreated, x.Code(), string(x.Body))
 	first := x.Object(t)["performanceMeasurementJobId"].(string)
@@ -98,14 +95,12 @@ func TestAWriteOnAStaleCacheIsMadeAgainOnTheServersState(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	attempts := 0
-	s, err := e.store.Update(ctx, func(s *performance.State) (bool, error) {
-		attempts++
-		s.Config.Extensions["by"] = "this replica"
-		return true, nil
-	})
+	path := "/configmaps/" + performance.StoreName
+	puts, gets := rec.Count(http.MethodPut, path), rec.Count(http.MethodGet, path)
+	s, err := e.store.Update(ctx, func(s *performance.State) (bool, error) { s.Config.Extensions["by"] = "here"; return true, nil })
 	require.NoError(t, err)
-	assert.Equal(t, 2, attempts, "the write on the cache's copy conflicted, the one on the server's did not")
+	assert.Equal(t, puts+2, rec.Count(http.MethodPut, path), "the write on the cache's copy was refused, then made again")
+	assert.Equal(t, gets+1, rec.Count(http.MethodGet, path), "on the server's state, read once")
 	_, found := s.Get(first)
 	assert.False(t, found, "the other replica's change stands")
 	assert.Equal(t, "smo-7", e.job("00000000-0000-4000-8000-000000000002")["consumerPerformanceJobId"], "read here at once")

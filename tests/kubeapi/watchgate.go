@@ -4,7 +4,20 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
+
+// GatedClient is a client of cfg whose requests the Recorder records and whose watches the WatchGate
+// holds (released when t ends, so no informer stays blocked).
+func GatedClient(t testing.TB, cfg *rest.Config) (kubernetes.Interface, *Recorder, *WatchGate) {
+	rec, gate := &Recorder{}, &WatchGate{}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rec.Wrap(gate.Wrap(rt)) }
+	t.Cleanup(gate.Release)
+	return kubernetes.NewForConfigOrDie(cfg), rec, gate
+}
 
 // WatchGate holds what the real API server sends on a client's watches, so that a test can make an
 // informer's cache fall behind the server on purpose (as a slow watch would) and see what the client
