@@ -4,7 +4,7 @@
 // which then tells the cache (Wrote, Deleted). Until the informer has seen a write, the written copy
 // is answered (read-your-writes for the writer); once the cache holds that resourceVersion or a later
 // one, the cache is. The alarms' and the performance API's one-ConfigMap states are read the same way
-// (State, state.go), written through Write, their large part packed with GzipJSON (write.go).
+// (State, state.go) and written through State.Write, their large part packed with GzipJSON (write.go).
 package cmstore
 
 import (
