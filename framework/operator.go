@@ -86,8 +86,12 @@ type Options struct {
 	// BackoffBase/BackoffMax bound the retry of handlers that failed with an ordinary error (1s, 5m).
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	Clock       clock.WithTicker
-	Logger      *zap.Logger
+	// KeepSyncGarbage skips returning the initial sync's garbage to the OS. That return collects the
+	// whole process's heap, so a process running several operators (the model test restarts dozens)
+	// would pay for every other's heap at each start.
+	KeepSyncGarbage bool
+	Clock           clock.WithTicker
+	Logger          *zap.Logger
 	// Remedy says what grants a watch the API server refused (403, or 404 for an absent CRD), for the
 	// one line the log and /readyz show; a generic sentence when nil.
 	Remedy RemedyFunc

@@ -146,7 +146,9 @@ func (s *session) syncCaches() (done bool, err error) {
 	// The initial sync decoded what the transform then trimmed (last-applied annotations; managedFields
 	// too where the server answered a list rather than a watch stream): give that garbage back to the OS
 	// now rather than carry it in the RSS until the scavenger does.
-	debug.FreeOSMemory()
+	if !o.opts.KeepSyncGarbage {
+		debug.FreeOSMemory()
+	}
 	o.ready.Store(true)
 	o.log.Info("caches synced; ready", zap.Int("workers", o.opts.Workers))
 	return false, nil

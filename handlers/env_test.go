@@ -136,7 +136,7 @@ func startChain(t *testing.T, srv *kubeapi.Server, label string, mutate func(*Co
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	op, err := framework.New(clients, framework.Options{
 		Name: "o2ims-operator", MetricsNamespace: "o2ims", Prefix: Prefix, Logger: log,
-		BackoffBase: 50 * time.Millisecond,
+		BackoffBase: 50 * time.Millisecond, KeepSyncGarbage: true, // many operators share this process
 	})
 	require.NoError(t, err)
 	var hostStep Hosts

@@ -27,7 +27,7 @@ func (p *porch) ensureDownstream(ctx context.Context, pv *unstructured.Unstructu
 	down, _, _ := unstructured.NestedStringMap(pv.Object, "spec", "downstream")
 	raw, _ := json.Marshal(nested(pv, "spec", "pipeline"))
 	pipeline := string(raw)
-	revs, err := p.w.revisions(ctx, pv.GetNamespace())
+	revs, err := p.w.revisions(ctx, pv.GetNamespace(), up["package"], down["package"])
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func (p *porch) approveAndSync(ctx context.Context, pv *unstructured.Unstructure
 	o := p.w.opts
 	template, _, _ := unstructured.NestedString(pv.Object, "spec", "upstream", "package")
 	down, _, _ := unstructured.NestedStringMap(pv.Object, "spec", "downstream")
-	revs, err := p.w.revisions(ctx, pv.GetNamespace())
+	revs, err := p.w.revisions(ctx, pv.GetNamespace(), down["package"])
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +135,7 @@ func (p *porch) approveAndSync(ctx context.Context, pv *unstructured.Unstructure
 		}
 		again = 50 * time.Millisecond // Porch's PackageVariant controller watches its revisions
 	}
-	if revs, err = p.w.revisions(ctx, pv.GetNamespace()); err != nil {
+	if revs, err = p.w.revisions(ctx, pv.GetNamespace(), down["package"]); err != nil {
 		return 0, err
 	}
 	var latest *unstructured.Unstructured

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/o2ims-operator/o2ims-operator/api/external"
@@ -56,19 +58,29 @@ func revisionName(repo, pkg, workspace string) string {
 }
 
 type revisions struct {
-	w   *World
-	ns  string
-	all []*unstructured.Unstructured
+	w    *World
+	ns   string
+	pkgs []string
+	all  []*unstructured.Unstructured
 }
 
-func (w *World) revisions(ctx context.Context, ns string) (*revisions, error) {
-	list, err := w.opts.Dynamic.Resource(external.PackageRevisionGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	r := &revisions{w: w, ns: ns}
-	for i := range list.Items {
-		r.all = append(r.all, &list.Items[i])
+// revisions lists the namespace's revisions of the given packages, each by the field selector
+// spec.packageName that porch-server serves (v1.5.8 pkg/registry/porch/fieldselector.go): a reconcile
+// reads its own packages, not every revision a namespace has gathered.
+func (w *World) revisions(ctx context.Context, ns string, pkgs ...string) (*revisions, error) {
+	r := &revisions{w: w, ns: ns, pkgs: pkgs}
+	for i, pkg := range pkgs {
+		if slices.Contains(pkgs[:i], pkg) {
+			continue
+		}
+		list, err := w.opts.Dynamic.Resource(external.PackageRevisionGVR).Namespace(ns).List(ctx,
+			metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.packageName", pkg).String()})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			r.all = append(r.all, &list.Items[i])
+		}
 	}
 	return r, nil
 }
@@ -111,7 +123,7 @@ func (r *revisions) upstream(ctx context.Context, repo, pkg, workspace string) (
 	// (Porch's revisions of a package are unique, and the lock's number is what tells them apart).
 	r.w.catalogMu.Lock()
 	defer r.w.catalogMu.Unlock()
-	fresh, err := r.w.revisions(ctx, r.ns)
+	fresh, err := r.w.revisions(ctx, r.ns, r.pkgs...)
 	if err != nil {
 		return nil, err
 	}
