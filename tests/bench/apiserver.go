@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
@@ -10,8 +15,12 @@ import (
 
 // apiRequests is the API server's own count of the requests it served (apiserver_request_total), by
 // "writes" (POST, PUT, PATCH, DELETE, APPLY) and "reads" — everyone's: the operator's, the simulated
-// world's and the load generator's.
-type apiRequests struct{ Writes, Reads float64 }
+// world's and the load generator's. ByResource splits them (watches aside) by "resource[/subresource]
+// VERB", so a run says whose calls load the API server (the world's Cluster updates, or ours).
+type apiRequests struct {
+	Writes, Reads float64
+	ByResource    map[string]float64
+}
 
 func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) {
 	raw, err := st.API.AdminClientset().CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
@@ -22,7 +31,7 @@ func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) 
 	if err != nil {
 		return apiRequests{}, err
 	}
-	var r apiRequests
+	r := apiRequests{ByResource: map[string]float64{}}
 	fam, ok := fams["apiserver_request_total"]
 	if !ok {
 		return r, nil
@@ -32,13 +41,47 @@ func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) 
 		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION":
 			r.Writes += s.GetCounter().GetValue()
 		case "WATCH", "CONNECT":
+			continue
 		default:
 			r.Reads += s.GetCounter().GetValue()
 		}
+		l := labelsOf(s)
+		key := l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		r.ByResource[key+" "+l["verb"]] += s.GetCounter().GetValue()
 	}
 	return r, nil
 }
 
 func (a apiRequests) minus(b apiRequests) apiRequests {
-	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads}
+	by := map[string]float64{}
+	for k, v := range a.ByResource {
+		if d := v - b.ByResource[k]; d > 0 {
+			by[k] = d
+		}
+	}
+	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads, ByResource: by}
+}
+
+// topWrites is the entries of by of at least least per request, largest first ("clusters/status PATCH 2.10").
+func topWrites(by map[string]float64, requests int, least float64) string {
+	keys := slices.Collect(maps.Keys(by))
+	slices.SortFunc(keys, func(x, y string) int {
+		if c := cmp.Compare(by[y], by[x]); c != 0 {
+			return c
+		}
+		return strings.Compare(x, y)
+	})
+	var out []string
+	for _, k := range keys {
+		if per := by[k] / float64(max(requests, 1)); per >= least {
+			out = append(out, fmt.Sprintf("%s %.2f", k, per))
+		}
+	}
+	if len(out) == 0 {
+		return "–"
+	}
+	return strings.Join(out, ", ")
 }

@@ -401,6 +401,9 @@ func (r *report) loadSection(p printer) {
 	row("writes/s the API server served (everyone: operator, world, creates)", func(l loadRun) string {
 		return fmt.Sprintf("%.0f", l.APIServer.Writes/l.CPU.Wall.Seconds())
 	})
+	row("calls/request the API server served, by resource and verb, those of 0.05 or more (everyone, watches aside)", func(l loadRun) string {
+		return topWrites(l.APIServer.ByResource, l.Fulfilled, 0.05)
+	})
 	row("CPU (cores): kube-apiserver", func(l loadRun) string { return fmt.Sprintf("%.2f", l.CPU.Cores("kube-apiserver")) })
 	row("CPU (cores): etcd", func(l loadRun) string { return fmt.Sprintf("%.2f", l.CPU.Cores("etcd")) })
 	row("CPU (cores): operator", func(l loadRun) string { return fmt.Sprintf("%.2f", l.CPU.Cores("operator")) })
