@@ -62,4 +62,10 @@ func (l latencyAt) String() string {
 		durS(l.DeleteP50), durS(l.DeleteP99), l.Gone)
 }
 
-func durS(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+// durS shows a latency; under a second in ms, so a verdict between two small ones shows what decided it.
+func durS(d time.Duration) string {
+	if d < time.Second {
+		return ms(d)
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
