@@ -78,8 +78,8 @@ func (w *World) revisions(ctx context.Context, ns string, pkgs ...string) (*revi
 		if err != nil {
 			return nil, err
 		}
-		for i := range list.Items {
-			r.all = append(r.all, &list.Items[i])
+		for j := range list.Items {
+			r.all = append(r.all, &list.Items[j])
 		}
 	}
 	return r, nil
