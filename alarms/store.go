@@ -176,27 +176,14 @@ func (st *Store) Last() *State { return st.state.Last() }
 // it is. A change that writes nothing may have been decided on a cache a moment behind another
 // replica's write: the raiser's next pass decides again.
 func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) (*State, error) {
-	for attempt := 1; ; attempt++ {
-		cur, err := st.state.Read(ctx, attempt)
-		if err != nil {
-			return nil, err
-		}
+	return st.state.Update(ctx, updateAttempts, func(cur *State) (*State, bool, error) {
 		next := cur.clone()
 		changed, err := change(next)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if next.prune(st.now()) {
-			changed = true
-		}
-		if !changed {
-			return cur, nil
-		}
-		err = st.state.Write(ctx, next)
-		if err == nil || attempt == updateAttempts || !cmstore.Stale(err) {
-			return next, err
-		}
-	}
+		return next, next.prune(st.now()) || changed, nil
+	})
 }
 
 func encode(ctx context.Context, s *State) (*corev1.ConfigMap, error) {

@@ -105,6 +105,27 @@ func (s *State[T]) Write(ctx context.Context, v T) error {
 	return nil
 }
 
+// Update makes the next state from the current one with change and writes it when change says it changed
+// something, on the resourceVersion it read. A Stale write is retried on the API server's state (Read),
+// attempts times in all. It answers the state stored after it (the current one when nothing changed), and
+// change's error as it is.
+func (s *State[T]) Update(ctx context.Context, attempts int, change func(cur T) (next T, changed bool, err error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		cur, err := s.Read(ctx, attempt)
+		if err != nil {
+			return cur, err
+		}
+		next, changed, err := change(cur)
+		if err != nil || !changed {
+			return cur, err
+		}
+		err = s.Write(ctx, next)
+		if err == nil || attempt >= attempts || !Stale(err) {
+			return next, err
+		}
+	}
+}
+
 // Last is the state last read or written (T's zero value before the first), without a call.
 func (s *State[T]) Last() T {
 	s.mu.Lock()

@@ -102,21 +102,11 @@ func (st *Store) Close() { st.cache.Close() }
 // the resourceVersion it read; when another write came first, it reads the API server's state and
 // tries again. It answers the state stored after it, and change's error as it is.
 func (st *Store) Update(ctx context.Context, change func(*State) (bool, error)) (*State, error) {
-	for attempt := 1; ; attempt++ {
-		cur, err := st.jobs.Read(ctx, attempt)
-		if err != nil {
-			return nil, err
-		}
+	return st.jobs.Update(ctx, updateAttempts, func(cur *State) (*State, bool, error) {
 		next := cur.clone()
 		changed, err := change(next)
-		if err != nil || !changed {
-			return cur, err
-		}
-		err = st.jobs.Write(ctx, next)
-		if err == nil || attempt == updateAttempts || !cmstore.Stale(err) {
-			return next, err
-		}
-	}
+		return next, changed, err
+	})
 }
 
 func encode(ctx context.Context, s *State) (*corev1.ConfigMap, error) {
