@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -145,15 +146,7 @@ func (r Renderer) Render(sub subscriptions.Subscription, filter any, n subscript
 		return r.renderV2(sub, event, n), true
 	}
 	a := n.Post.Attrs
-	ext := map[string]any{}
-	if e, ok := a["extensions"].(map[string]any); ok {
-		for k, v := range e {
-			ext[k] = v
-		}
-	}
-	if t, ok := a["alarmClearedTime"]; ok {
-		ext["alarmClearedTime"] = t
-	}
+	ext := extensionsOf(a)
 	body := map[string]any{
 		"globalCloudID": r.GlobalCloudID, "notificationEventType": int64(event),
 		"objectRef": r.Root + "/alarms/" + n.ID, "extensions": ext,
@@ -184,4 +177,17 @@ func MaxSubscriptionsFromEnv(getenv func(string) string) (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a whole number from 1 to 10000", MaxSubscriptionsEnv, v)
 	}
 	return n, nil
+}
+
+// extensionsOf is a notification's extensions: the record's own, and its clearing time, which neither
+// version's notification has a member for.
+func extensionsOf(a map[string]any) map[string]any {
+	ext := map[string]any{}
+	if e, ok := a["extensions"].(map[string]any); ok {
+		maps.Copy(ext, e)
+	}
+	if t, ok := a["alarmClearedTime"]; ok {
+		ext["alarmClearedTime"] = t
+	}
+	return ext
 }

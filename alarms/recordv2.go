@@ -72,15 +72,7 @@ func V2(v1 map[string]any) map[string]any {
 // acknowledged); the clearing time, which it has no member for, in its extensions as under v1.
 func (r Renderer) renderV2(sub subscriptions.Subscription, event EventType, n subscriptions.Notice) []byte {
 	a := V2(n.Post.Attrs)
-	ext := map[string]any{}
-	if e, ok := a["extensions"].(map[string]any); ok {
-		for k, v := range e {
-			ext[k] = v
-		}
-	}
-	if t, ok := a["alarmClearedTime"]; ok {
-		ext["alarmClearedTime"] = t
-	}
+	ext := extensionsOf(a)
 	body := map[string]any{
 		"globalCloudId": r.GlobalCloudID, "notificationEventType": int64(event),
 		"objectRef": strings.TrimSuffix(r.Root, "/v1") + "/v2/alarms/" + n.ID, "extensions": ext,
