@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,20 @@ const (
 	namespace     = "default" // PACKAGEVARIANT_NAMESPACE and CLUSTER_NAMESPACE as the bench runs them
 	clusterIndex  = "clusterName"
 	requeue       = 30 * time.Second
+)
+
+// The Events the operator posts on this path, reason and message (handlers/resources.go,
+// handlers/status.go: a state change posts its new message; handlers/packagevariant.go: Created on a
+// PackageVariant POST that succeeded; handlers/release.go deletedPackageVariant: Deleted on a DELETE that
+// succeeded or found nothing).
+const (
+	reasonProgressing = "Progressing"
+	reasonFulfilled   = "Fulfilled"
+	reasonFailed      = "Failed"
+	reasonCreated     = "Created"
+	reasonDeleted     = "Deleted"
+	msgCreatedPV      = "Created package variant %s/%s"
+	msgDeletedPV      = "Deleted package variant %s/%s"
 )
 
 // The statuses the operator's chain writes on this path (handlers/messages.go).
@@ -144,7 +159,11 @@ func (r *reconciler) observe(ctx context.Context, pr *unstructured.Unstructured)
 	err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: pr.GetName()}, pv)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := r.Create(ctx, desiredPackageVariant(pr, clusterName)); err != nil && !apierrors.IsAlreadyExists(err) {
+		created := desiredPackageVariant(pr, clusterName)
+		switch err := r.Create(ctx, created); {
+		case err == nil:
+			r.post(pr, corev1.EventTypeNormal, reasonCreated, fmt.Sprintf(msgCreatedPV, created.GetNamespace(), created.GetName()))
+		case !apierrors.IsAlreadyExists(err):
 			return status{}, err
 		}
 		return status{state: "progressing", message: msgRendering}, nil
@@ -201,16 +220,23 @@ func (r *reconciler) setStatus(ctx context.Context, pr *unstructured.Unstructure
 	return nil
 }
 
+// event is the Event of a state change (handlers/status.go setStatus).
 func (r *reconciler) event(pr *unstructured.Unstructured, s status) {
-	eventsPosted.Inc()
 	switch s.state {
 	case "failed":
-		r.events.Event(pr, "Warning", "ProvisioningFailed", s.message)
+		r.post(pr, corev1.EventTypeWarning, reasonFailed, s.message)
 	case "fulfilled":
-		r.events.Event(pr, "Normal", "Fulfilled", s.message)
+		r.post(pr, corev1.EventTypeNormal, reasonFulfilled, s.message)
 	default:
-		r.events.Event(pr, "Normal", "Progressing", s.message)
+		r.post(pr, corev1.EventTypeNormal, reasonProgressing, s.message)
 	}
+}
+
+// post hands an Event about the request to controller-runtime's recorder, counted as handed (the
+// recorder may drop it under load: that is its behaviour, measured as events due against held).
+func (r *reconciler) post(pr *unstructured.Unstructured, typ, reason, message string) {
+	eventsPosted.Inc()
+	r.events.Event(pr, typ, reason, message)
 }
 
 // release deletes the request's PackageVariant and lets the request go.
@@ -228,6 +254,7 @@ func (r *reconciler) release(ctx context.Context, pr *unstructured.Unstructured)
 		if err := r.Delete(ctx, pv, client.Preconditions{UID: ptr(pv.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+		r.post(pr, corev1.EventTypeNormal, reasonDeleted, fmt.Sprintf(msgDeletedPV, pv.GetNamespace(), pv.GetName()))
 	}
 	patch := client.MergeFrom(pr.DeepCopy())
 	controllerutil.RemoveFinalizer(pr, finalizer)

@@ -1,6 +1,7 @@
 // Command peer is the benchmark's controller-runtime peer: the operator's provisioning chain without
 // NetBox (validate, Porch PackageVariant, CAPI Cluster, fulfilled; the PackageVariant deleted and the
-// finalizer removed on delete), written the way a controller-runtime operator is, so that `make bench`
+// finalizer removed on delete; the operator's statuses and Events, Created and Deleted included),
+// written the way a controller-runtime operator is, so that `make bench`
 // measures both side by side at the same client limits against the same world. It is a module of its
 // own: controller-runtime is never a dependency of the operator.
 package main
