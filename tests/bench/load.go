@@ -273,9 +273,9 @@ func containsSpace(s string) bool {
 	return false
 }
 
-// startSelected starts an operator handling only the requests labelled with run, and waits until it
-// handles (holds the Lease when it campaigns for one).
-func startSelected(ctx context.Context, st *stack.Stack, run string, leaderElect bool) (*stack.Operator, error) {
+// startSelected starts an operator handling only the requests labelled with run, with extra arguments
+// after the stack's, and waits until it handles (holds the Lease when it campaigns for one).
+func startSelected(ctx context.Context, st *stack.Stack, run string, leaderElect bool, extra ...string) (*stack.Operator, error) {
 	env := map[string]string{"PROVISIONING_REQUEST_SELECTOR": runLabel + "=" + run}
 	// The Go runtime as the shipped Deployment runs it: its GOGC, and the soft memory limit main.go
 	// would read from the container's cgroup (there is none here).
@@ -287,14 +287,14 @@ func startSelected(ctx context.Context, st *stack.Stack, run string, leaderElect
 	if gogc != "" {
 		env["GOGC"] = gogc
 	}
-	var args []string
+	args := append([]string{}, extra...)
 	if cpuProfileDir != "" {
 		ports, err := kubeapi.FreePorts(1)
 		if err != nil {
 			return nil, err
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-		args = []string{"--debug-pprof=" + addr}
+		args = append(args, "--debug-pprof="+addr)
 		pprofAddrs[run] = addr
 	}
 	op, err := st.StartOperatorWith(ctx, env, args)

@@ -16,18 +16,9 @@ const (
 	targetLatencyRatio = 1.1
 )
 
-// ceilingSummary is the Summary's rows of the world-alone ceiling and of latency (issue 39, items 3, 4).
-func (r *report) ceilingSummary(p printer, world string) {
+// latencySummary is the Summary's rows of latency (issue 39, item 4), the primary configuration.
+func (r *report) latencySummary(p printer, world string) {
 	sb := r.SideBySide
-	cl := sb.Ceiling
-	if cl.Rate > 0 {
-		peer := "not measured"
-		if sb.PeerErr == "" {
-			peer = fmt.Sprintf("%.0f %%", 100*sb.Peer.Rate/cl.Rate)
-		}
-		p("| fulfilled/s ≥ %.0f %% of the world-alone ceiling (%s) | ceiling %.1f Clusters/s; ours %.0f %%, the peer %s | %s |\n",
-			100*targetCeilingShare, world, cl.Rate, 100*sb.Ours.Rate/cl.Rate, peer, yes(sb.Ours.Rate >= targetCeilingShare*cl.Rate))
-	}
 	if l, ok := sb.Ours.latencyAtN(1); ok {
 		p("| one request alone: create → fulfilled p99 ≤ %s, delete → gone p99 ≤ %s (%s) | %s / %s | %s |\n",
 			durS(targetFulfilP99One), durS(targetDeleteP99One), world, durS(l.FulfilP99), durS(l.DeleteP99),
@@ -56,41 +47,25 @@ func (r *report) sideBySideSummary(p printer) {
 		return
 	}
 	o, pe := sb.Ours, sb.Peer
-	world := fmt.Sprintf("QPS 100 / burst 200, world moving every %s", worldStep)
+	world := sb.Config.String()
 	p("| ≤ %.1f request writes per fulfilled request (%s) | %.2f (%s); the peer %s | %s |\n",
-		targetRequestWrites, world, o.WritesPerRequest(), patchesOf(o), peerOr(sb, func(c contenderRun) string {
+		targetRequestWrites, world, o.WritesPerRequest(), patchesOf(o), sb.peerOr(func(c contenderRun) string {
 			return fmt.Sprintf("%.2f (%s)", c.WritesPerRequest(), patchesOf(c))
 		}), yes(o.WritesPerRequest() <= targetRequestWrites && o.Fulfilled == sb.N))
 	p("| ≥ %.0f fulfilled/s (%s) | %.1f/s | %s |\n", targetSideRate, world, o.Rate, yes(o.Rate >= targetSideRate && o.Fulfilled == sb.N))
 	beats := sb.PeerErr == "" && o.Rate >= pe.Rate && o.DelRate >= pe.DelRate && o.Fulfilled == sb.N
 	p("| throughput ≥ the controller-runtime peer measured in the same run (%s) | ours %.1f fulfilled/s, %.1f deleted/s; the peer %s | %s |\n",
-		world, o.Rate, o.DelRate, peerOr(sb, func(c contenderRun) string {
+		world, o.Rate, o.DelRate, sb.peerOr(func(c contenderRun) string {
 			return fmt.Sprintf("%.1f fulfilled/s, %.1f deleted/s", c.Rate, c.DelRate)
 		}), yes(beats))
-	if sb.PeerErr == "" {
-		fr, dr := o.Rate/max(pe.Rate, 0.001), o.DelRate/max(pe.DelRate, 0.001)
-		p("| fulfilled/s and deleted/s ≥ %.1f× the peer's (%s) | fulfilled %.2f×, deleted %.2f× | %s |\n",
-			targetPeerRatio, world, fr, dr, yes(fr >= targetPeerRatio && dr >= targetPeerRatio))
-	}
-	if sb.PeerErr == "" {
-		p("| CPU per fulfilled request ≤ the peer's, contender and kube-apiserver (%s) | ours %.1f / %.1f core-ms; the peer %.1f / %.1f | %s |\n",
-			world, 1000*o.cpuPer("operator"), 1000*o.cpuPer("kube-apiserver"), 1000*pe.cpuPer("operator"), 1000*pe.cpuPer("kube-apiserver"),
-			yes(o.cpuPer("operator") <= pe.cpuPer("operator") && o.cpuPer("kube-apiserver") <= pe.cpuPer("kube-apiserver")))
-	}
-	r.ceilingSummary(p, world)
+	r.configsSummary(p)
+	r.latencySummary(p, world)
 	p("| every state a request ends in written exactly once (%s) | ours: %s; the peer: %s | %s |\n",
-		world, finalWrites(o), peerOr(sb, finalWrites), yes(o.FinalOnce()))
+		world, finalWrites(o), sb.peerOr(finalWrites), yes(o.FinalOnce()))
 	p("| no Event lost (%s) | due / held by the API server: ours %.0f / %d; the peer %s | %s |\n",
-		world, o.EventsDue, o.EventsHeld, peerOr(sb, func(c contenderRun) string {
+		world, o.EventsDue, o.EventsHeld, sb.peerOr(func(c contenderRun) string {
 			return fmt.Sprintf("%.0f / %d", c.EventsDue, c.EventsHeld)
 		}), yes(o.EventsDue > 0 && float64(o.EventsHeld) == o.EventsDue))
-}
-
-func peerOr(sb *sideBySide, f func(contenderRun) string) string {
-	if sb.PeerErr != "" {
-		return "not measured (" + sb.PeerErr + ")"
-	}
-	return f(sb.Peer)
 }
 
 func patchesOf(c contenderRun) string {
@@ -116,23 +91,35 @@ func (r *report) sideBySideSection(p printer) {
 	if sb == nil {
 		return
 	}
-	p("## 8. Side by side with a controller-runtime peer, the world moving every %s\n\n", worldStep)
+	p("## 8. Side by side with a controller-runtime peer, at two client limits and two paces of the world\n\n")
 	p("The operator and `tests/bench/peer` — the same chain without NetBox (validate, Porch PackageVariant, CAPI Cluster, "+
-		"the same statuses and events; the PackageVariant deleted and the finalizer removed on delete) written as a "+
+		"the same statuses and the same Events: Created when its PackageVariant POST succeeds, Progressing / Fulfilled / "+
+		"Failed on a state change, Deleted when its PackageVariant DELETE succeeds or finds nothing, with the operator's "+
+		"types, reasons and messages; the PackageVariant deleted and the finalizer removed on delete) written as a "+
 		"controller-runtime v0.25.2 operator (unstructured objects read from its cache, a REST client and so a token bucket "+
-		"per kind, 8 workers) — one after the other on one stack, both as the shipped ServiceAccount at `%s`, without NetBox. "+
-		"The world moves every %s: Porch reports a PackageVariant rendered %s after it appears, and its Cluster is Pending, "+
+		"per kind, its Events through controller-runtime's recorder, 8 workers) — one after the other on one stack, both as "+
+		"the shipped ServiceAccount, without NetBox. The tables first show the primary configuration in full: both at `%s`, "+
+		"the world moving every %s: Porch reports a PackageVariant rendered %s after it appears, and its Cluster is Pending, "+
 		"Provisioning %s later and provisioned %s after that. Each creates %d requests at once (a fast admin client, 64 callers), "+
 		"then deletes them at once. Request writes are the PATCHes of provisioningrequests (object and /status) the API "+
 		"server served for the run, until none came for 2 s; a final state's writes are the versions a watch saw whose "+
-		"provisioningStatus changed to the state the request ended in.\n\n",
-		strings.Join(peerArgs, " "), worldStep, worldStep, worldStep, worldStep, sb.N)
+		"provisioningStatus changed to the state the request ended in. Events due are those each contender handed to its "+
+		"recorder over the load and the deletion (`o2ims_events_posted_total`), held those the API server has about the "+
+		"run's requests once no Event write came for 2 s after the last request was gone. CPU per fulfilled request is "+
+		"measured from the first create to the last fulfilled, CPU per deleted request from the first DELETE to the last gone.\n\n",
+		strings.Join(sb.Config.Limits.flags(), " "), sb.Config.World, sb.Config.World, sb.Config.World, sb.Config.World, sb.N)
+	p("What `--kube-api-qps` / `--kube-api-burst` mean, the same for both: a client-side token bucket **per API resource**, " +
+		"that many calls per second with that many in hand, a subresource such as `/status` in its resource's bucket; reads " +
+		"served from the informer caches take no token. The operator builds one REST client, and so one bucket, per resource " +
+		"(`framework/clientlimits.go`; Events go through the typed client's, shared only with calls this path does not make); controller-runtime " +
+		"builds one REST client per kind from the same `rest.Config` (`QPS`, `Burst`), and its event recorder a clientset of " +
+		"its own. Neither has one bucket for all its calls.\n\n")
 	if sb.PeerErr != "" {
 		p("The peer was not measured: %s\n\n", sb.PeerErr)
 	}
 	p("| | o2ims-operator | controller-runtime peer |\n|---|--:|--:|\n")
 	row := func(what string, f func(contenderRun) string) {
-		p("| %s | %s | %s |\n", what, f(sb.Ours), peerOr(sb, f))
+		p("| %s | %s | %s |\n", what, f(sb.Ours), sb.peerOr(f))
 	}
 	row("fulfilled / failed", func(c contenderRun) string { return fmt.Sprintf("%d / %d", c.Fulfilled, c.Failed) })
 	row("first create → last fulfilled", func(c contenderRun) string { return fmt.Sprintf("%.1f s", c.Total.Seconds()) })
@@ -150,16 +137,20 @@ func (r *report) sideBySideSection(p printer) {
 	})
 	row("distinct statuses seen per request", func(c contenderRun) string { return fmt.Sprintf("%.2f", c.StatusesPerRequest) })
 	row("final state written", finalWrites)
-	row("events due / held", func(c contenderRun) string { return fmt.Sprintf("%.0f / %d", c.EventsDue, c.EventsHeld) })
+	row("events due / held (load and deletion)", func(c contenderRun) string { return fmt.Sprintf("%.0f / %d", c.EventsDue, c.EventsHeld) })
 	row("CPU: contender / kube-apiserver (cores)", func(c contenderRun) string {
 		return fmt.Sprintf("%.2f / %.2f", c.CPU.Cores("operator"), c.CPU.Cores("kube-apiserver"))
 	})
 	row("CPU per fulfilled request: contender / kube-apiserver (core-ms)", func(c contenderRun) string {
 		return fmt.Sprintf("%.1f / %.1f", 1000*c.cpuPer("operator"), 1000*c.cpuPer("kube-apiserver"))
 	})
+	row("CPU per deleted request: contender / kube-apiserver (core-ms)", func(c contenderRun) string {
+		return cpuMs(c.cpuPerDeleted)
+	})
 	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
 	r.waitsTable(p)
+	r.configsTable(p)
 	p("\nBoth write a request only when its status or metadata changes; a write waiting for the client-side " +
 		"limiter is sent as it was computed (not superseded by a newer one), so the distinct statuses seen per request " +
 		"above are what each wrote.\n\n")
@@ -201,7 +192,7 @@ func (r *report) waitsTable(p printer) {
 			}
 			return "not measured"
 		}
-		p("| %d | %s | %s |\n", n, f(sb.Ours), peerOr(sb, f))
+		p("| %d | %s | %s |\n", n, f(sb.Ours), sb.peerOr(f))
 	}
 	cl := sb.Ceiling
 	p("\n**The world alone** (the ceiling): before either contender, the bench created %d PackageVariants as the "+

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,27 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/o2ims-operator/o2ims-operator/api/v1alpha1"
-	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
-	"github.com/o2ims-operator/o2ims-operator/tests/sim/world"
 	"github.com/o2ims-operator/o2ims-operator/tests/stack"
 )
-
-// worldStep is how often the side-by-side section's world moves: Porch renders 0.3 s after a
-// PackageVariant appears, and a Cluster is Pending, Provisioning 0.3 s later and provisioned 0.3 s after.
-const worldStep = 300 * time.Millisecond
-
-// peerArgs are the controller-runtime peer's limits, at which both run side by side.
-var peerArgs = []string{"--kube-api-qps=100", "--kube-api-burst=200"}
-
-// sideBySide is the operator and its controller-runtime peer under the same load, one after the other on
-// one stack whose world moves every worldStep.
-type sideBySide struct {
-	N          int
-	Ceiling    ceiling // the world alone (issue 39, item 3)
-	Ours, Peer contenderRun
-	PeerErr    string // the peer could not be built or run
-}
 
 // contenderRun is one contender's load and deletion. Request writes are counted at the API server (the
 // same count for both): the PATCHes of provisioningrequests, of the object and of /status.
@@ -50,13 +31,16 @@ type contenderRun struct {
 	// FinalWrites: requests by how many writes set the state they ended in (each once is the target).
 	FinalWrites        map[int]int
 	StatusesPerRequest float64 // distinct statuses seen per request
-	EventsDue          float64 // posted by the contender (o2ims_events_posted_total)
-	EventsHeld         int     // what the API server holds of them (a repeat is its count)
-	Deleted            int
-	DelTotal           time.Duration
-	DelRate            float64
-	CPU                cpuWindow
-	Note               string
+	// Events over the load and the deletion: posted by the contender (o2ims_events_posted_total) and
+	// what the API server holds of them (a repeat is its count).
+	EventsDue  float64
+	EventsHeld int
+	Deleted    int
+	DelTotal   time.Duration
+	DelRate    float64
+	CPU        cpuWindow // first create → last fulfilled
+	DelCPU     cpuWindow // first DELETE → last gone
+	Note       string
 	// Where the requests waited (issue 39), fulfil and delete, from the contender's own metrics.
 	FulfilWaits, DelWaits waits
 	// Latency: create returned → fulfilled seen, and first DELETE sent → gone seen, per request, at
@@ -79,56 +63,6 @@ func (r contenderRun) FinalOnce() bool {
 	return r.FinalWrites[1] == r.Fulfilled+r.Failed && r.Fulfilled+r.Failed > 0
 }
 
-// stackWrites is the side-by-side section.
-func stackWrites(ctx context.Context, c *config, rep *report) error {
-	root, err := kubeapi.RepoRoot()
-	if err != nil {
-		return err
-	}
-	st, err := stack.Start(ctx, stack.Options{Operator: c.operator, Args: peerArgs,
-		World: world.Options{RenderDelay: worldStep, ProvisionDelay: 2 * worldStep}})
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
-	sb := &sideBySide{N: c.n}
-	rep.SideBySide = sb
-	say(c, "8. the world alone: %d PackageVariants at once, no operator", c.n)
-	if sb.Ceiling, err = measureCeiling(ctx, st, c.n); err != nil {
-		return err
-	}
-	say(c, "   %d Clusters Available in %s: %.1f/s %s", sb.Ceiling.Available, sb.Ceiling.Total.Round(100*time.Millisecond), sb.Ceiling.Rate, sb.Ceiling.Note)
-	say(c, "8. side by side at %s, world moving every %s: the operator, %d requests at once", strings.Join(peerArgs, " "), worldStep, c.n)
-	op, err := startSelected(ctx, st, "writes-ours", false)
-	if err != nil {
-		return err
-	}
-	sb.Ours, err = measureContender(ctx, st, ours(op), "writes-ours", c.n)
-	if err != nil {
-		return err
-	}
-	say(c, "   %s", sb.Ours.line())
-	bin, err := buildPeer(ctx, root, st.Dir)
-	var peer *contender
-	if err == nil {
-		say(c, "8. the controller-runtime peer, %d requests at once", c.n)
-		peer, err = startPeer(ctx, st, bin, "writes-peer", peerArgs)
-	}
-	if err != nil {
-		sb.PeerErr = err.Error()
-		say(c, "   peer: %v", err)
-		return nil
-	}
-	sb.Peer, err = measureContender(ctx, st, peer, "writes-peer", c.n)
-	if err != nil {
-		sb.PeerErr = err.Error() + "; " + firstErrors(filepath.Join(st.Dir, "peer.log"), 3)
-		say(c, "   peer: %s", sb.PeerErr)
-		return nil
-	}
-	say(c, "   %s", sb.Peer.line())
-	return nil
-}
-
 func (r contenderRun) line() string {
 	return fmt.Sprintf("%s: %.1f fulfilled/s, %.1f deleted/s, %.2f request writes/request (%.2f status, %.2f object), events %.0f due / %d held, final states %v; other processes %.2f cores",
 		r.Name, r.Rate, r.DelRate, r.WritesPerRequest(), r.StatusPatches/float64(max(r.Fulfilled, 1)),
@@ -136,15 +70,15 @@ func (r contenderRun) line() string {
 }
 
 // measureContender creates n requests at once for the contender, follows them to their end, counts the
-// writes, then deletes them all at once; then the latency at latencySizes requests at once. It stops the
+// writes, then deletes them all at once; then the latency at sizes requests at once. It stops the
 // contender.
-func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run string, n int) (contenderRun, error) {
+func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run string, n int, sizes []int) (contenderRun, error) {
 	defer ct.stop()
 	r, err := measureOnce(ctx, st, ct, run, run, n)
 	if err != nil {
 		return r, err
 	}
-	for _, size := range latencySizes {
+	for _, size := range sizes {
 		l, err := measureOnce(ctx, st, ct, run, fmt.Sprintf("%s-x%d", run, size), size)
 		if err != nil {
 			return r, err
@@ -184,7 +118,7 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 		r.Note = err.Error()
 	}
 	r.CPU = m.end()
-	settleAPI(ctx, st, 2*time.Second, 20*time.Second)
+	settleAPI(ctx, st, 2*time.Second, 20*time.Second, func(m promtest.Families) float64 { return requestPatches(m, "") })
 	api1, ev1, err := scrapeBoth(ctx, st, ct)
 	if err != nil {
 		return r, err
@@ -193,16 +127,22 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 	r.FulfilWaits = waitsBetween(ev0, ev1)
 	r.StatusPatches = requestPatches(api1, "status") - requestPatches(api0, "status")
 	r.ObjectPatches = requestPatches(api1, "") - requestPatches(api0, "") - r.StatusPatches
-	r.EventsDue = ev1.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
-	r.EventsHeld = eventsAbout(ctx, st, prefix)
 	var tDel time.Time
+	m = startMeter(contenderPids(st, ct))
 	r.Deleted, r.DelTotal, tDel, err = deleteRun(ctx, dyn, selector)
+	r.DelCPU = m.end()
 	if r.DelTotal > 0 {
 		r.DelRate = float64(r.Deleted) / r.DelTotal.Seconds()
 	}
+	if err == nil {
+		// The Events of the deletion too (the recorders post after the pass): counted once none came for 2 s.
+		settleAPI(ctx, st, 2*time.Second, 20*time.Second, eventWrites)
+	}
 	if _, ev2, serr := scrapeBoth(ctx, st, ct); serr == nil {
 		r.DelWaits = waitsBetween(ev1, ev2)
+		r.EventsDue = ev2.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
 	}
+	r.EventsHeld = eventsAbout(ctx, st, prefix)
 	r.Latency = []latencyAt{f.latency(n, created, tDel)}
 	return r, err
 }
@@ -249,21 +189,28 @@ func requestPatches(m promtest.Families, sub string) float64 {
 	return m.Sum("apiserver_request_total", want)
 }
 
-// settleAPI waits until the API server has served no PATCH of a request for quiet (the writes that
+// eventWrites is the Event writes the API server served (a POST, or a PATCH of a repeat's count).
+func eventWrites(m promtest.Families) float64 {
+	return m.Sum("apiserver_request_total", map[string]string{"resource": "events", "verb": "POST"}) +
+		m.Sum("apiserver_request_total", map[string]string{"resource": "events", "verb": "PATCH"})
+}
+
+// settleAPI waits until the API server's count of some writes has not moved for quiet (the writes that
 // trail the last state change are the run's too).
-func settleAPI(ctx context.Context, st *stack.Stack, quiet, limit time.Duration) {
+func settleAPI(ctx context.Context, st *stack.Stack, quiet, limit time.Duration, count func(promtest.Families) float64) {
 	deadline, since, last := time.Now().Add(limit), time.Now(), -1.0
 	for time.Since(since) < quiet && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(250 * time.Millisecond)
 		if m, err := apiMetrics(ctx, st); err == nil {
-			if n := requestPatches(m, ""); n != last {
+			if n := count(m); n != last {
 				last, since = n, time.Now()
 			}
 		}
 	}
 }
 
-// eventsAbout is how many events about the run's requests the API server holds (a repeat counts as its count).
+// eventsAbout is how many events about the run's requests (named run-NNNN) the API server holds (a
+// repeat counts as its count).
 func eventsAbout(ctx context.Context, st *stack.Stack, run string) int {
 	evs, err := st.API.AdminClientset().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -271,11 +218,17 @@ func eventsAbout(ctx context.Context, st *stack.Stack, run string) int {
 	}
 	n := 0
 	for _, e := range evs.Items {
-		if e.InvolvedObject.Kind == v1alpha1.Kind && strings.HasPrefix(e.InvolvedObject.Name, run+"-") {
+		if e.InvolvedObject.Kind == v1alpha1.Kind && ofRun(e.InvolvedObject.Name, run) {
 			n += int(max(e.Count, 1))
 		}
 	}
 	return n
+}
+
+// ofRun says whether a request's name is one of run's (run-NNNN), not of a run whose name run starts.
+func ofRun(name, run string) bool {
+	n, ok := strings.CutPrefix(name, run+"-")
+	return ok && len(n) >= 4 && strings.Trim(n, "0123456789") == "" // %04d
 }
 
 // finals follows a run's requests through a watch: every status each was seen with, and how many writes
