@@ -166,7 +166,11 @@ func runConfig(ctx context.Context, c *config, st *stack.Stack, cr *configRun, p
 	}
 	l := cr.Config.Limits
 	run := "writes-" + l.Key + "-"
-	say(c, "8. %s: the operator (%s), %d requests at once", cr.Config, strings.Join(l.oursArgs(), " "), c.n)
+	args := strings.Join(l.oursArgs(), " ")
+	if args == "" {
+		args = "no limit flags"
+	}
+	say(c, "8. %s: the operator (%s), %d requests at once", cr.Config, args, c.n)
 	op, err := startSelected(ctx, st, run+"ours", false, l.oursArgs()...)
 	if err != nil {
 		return err

@@ -93,7 +93,12 @@ func (r *report) configsTable(p printer) {
 	row("CPU per fulfilled request, contender / kube-apiserver (core-ms)", both(func(c contenderRun) string { return cpuMs(c.cpuPer) }))
 	row("CPU per deleted request, contender / kube-apiserver (core-ms)", both(func(c contenderRun) string { return cpuMs(c.cpuPerDeleted) }))
 	row("other processes during the load", both(func(c contenderRun) string { return foreign(c.CPU) }))
-	row("note", both(func(c contenderRun) string { return c.Note }))
+	for _, cr := range all {
+		if cr.Ours.Note != "" || cr.Peer.Note != "" {
+			row("note", both(func(c contenderRun) string { return c.Note }))
+			break
+		}
+	}
 }
 
 // configsSummary is the Summary's rows of every configuration: ahead of the peer by targetPeerRatio,
