@@ -73,7 +73,7 @@ func main() {
 	flag.Float64Var(&c.maxForeign, "max-foreign", 0.25, "cores other processes may use during a section before it is run again")
 	flag.DurationVar(&c.budget, "budget", 7*time.Minute, "no re-run starts after this much time")
 	flag.BoolVar(&c.skipGo, "skip-go", false, "skip the Go benchmarks (development)")
-	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI), stack \"c\" (memory) \"netbox\" (sections 4 and 4b) or \"4b\"")
+	flag.StringVar(&c.only, "only", "", "development: run only \"go\", stack \"a\" (load, NetBox), stack \"b\" (load, NBI), stack \"c\" (memory) \"netbox\" (sections 4 and 4b), \"4b\" or \"writes\" (section 8)")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "development: save the operator's CPU profile over each load run, then its allocations and live heap, in this directory")
 	flag.Parse()
 	cpuProfileDir = c.cpuProfile
@@ -178,7 +178,8 @@ func run(ctx context.Context, c *config) error {
 		}
 	}
 
-	// 8: stack D, side by side with the controller-runtime peer, the world moving every 0.3 s (-only writes).
+	// 8: stacks D and E, side by side with the controller-runtime peer at QPS 100 and at the shipped
+	// limits, the world moving every 0.3 s and at zero delay (-only writes).
 	if c.only == "" || c.only == "writes" {
 		if err := stackWrites(ctx, c, rep); err != nil {
 			return err

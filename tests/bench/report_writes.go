@@ -97,7 +97,7 @@ func (r *report) sideBySideSection(p printer) {
 		"Failed on a state change, Deleted when its PackageVariant DELETE succeeds or finds nothing, with the operator's "+
 		"types, reasons and messages; the PackageVariant deleted and the finalizer removed on delete) written as a "+
 		"controller-runtime v0.25.2 operator (unstructured objects read from its cache, a REST client and so a token bucket "+
-		"per kind, its Events through controller-runtime's recorder, 8 workers) — one after the other on one stack, both as "+
+		"per kind, its Events through controller-runtime's recorder, 8 workers) — one after the other on one stack per pace of the world (its delays are fixed when it starts), both as "+
 		"the shipped ServiceAccount, without NetBox. The tables first show the primary configuration in full: both at `%s`, "+
 		"the world moving every %s: Porch reports a PackageVariant rendered %s after it appears, and its Cluster is Pending, "+
 		"Provisioning %s later and provisioned %s after that. Each creates %d requests at once (a fast admin client, 64 callers), "+
