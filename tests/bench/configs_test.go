@@ -50,8 +50,9 @@ func contenderAt(n int, rate, delRate, cpu, delCPU float64) contenderRun {
 	return contenderRun{Fulfilled: n, Deleted: n, Rate: rate, DelRate: delRate, CPU: per(cpu), DelCPU: per(delCPU)}
 }
 
-func TestEveryConfigurationHasItsVerdicts(t *testing.T) {
-	const n = 10
+// fourConfigs is a section 8 of n requests in the four configurations: ahead in the primary; behind
+// on deletion; dearer on deletion; the peer not measured.
+func fourConfigs(n int) *sideBySide {
 	step := sideConfig{Limits: limitsQPS100, World: worldStep}
 	ahead := configRun{Config: step, Ceiling: ceiling{Rate: 40},
 		Ours: contenderAt(n, 36, 120, 0.005, 0.002), Peer: contenderAt(n, 30, 100, 0.006, 0.002)}
@@ -61,7 +62,12 @@ func TestEveryConfigurationHasItsVerdicts(t *testing.T) {
 		Ours: contenderAt(n, 36, 120, 0.005, 0.003), Peer: contenderAt(n, 30, 100, 0.006, 0.002)}
 	noPeer := configRun{Config: sideConfig{Limits: limitsShipped}, Ceiling: ceiling{Rate: 100},
 		Ours: contenderAt(n, 90, 120, 0.005, 0.002), PeerErr: "it did not build"}
-	r := &report{SideBySide: &sideBySide{N: n, configRun: ahead, More: []configRun{behindOnDelete, dearerOnDelete, noPeer}}}
+	return &sideBySide{N: n, configRun: ahead, More: []configRun{behindOnDelete, dearerOnDelete, noPeer}}
+}
+
+func TestEveryConfigurationHasItsVerdicts(t *testing.T) {
+	const n = 10
+	r := &report{SideBySide: fourConfigs(n)}
 	var b strings.Builder
 	r.configsSummary(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
 	rows := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -79,4 +85,24 @@ func TestEveryConfigurationHasItsVerdicts(t *testing.T) {
 	}, verdicts, b.String())
 	require.Contains(t, rows[3], "not measured (it did not build)")
 	require.Contains(t, rows[0], "QPS 100 / burst 200, world moving every 300ms")
+}
+
+func TestTheCompactTableHasAColumnPerConfiguration(t *testing.T) {
+	r := &report{SideBySide: fourConfigs(10)}
+	var b strings.Builder
+	r.configsTable(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	var rows []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "|") {
+			rows = append(rows, l)
+		}
+	}
+	require.Greater(t, len(rows), 8, b.String())
+	for _, row := range rows {
+		require.Len(t, strings.Split(row, "|"), 7, row) // a label and 4 configurations
+	}
+	require.Contains(t, rows[0], "shipped defaults (1000 / 2000), world at zero delay")
+	require.Contains(t, b.String(), "| **fulfilled/s** (ours ÷ the peer's) | **36.0**; 30.0 (1.20×) |")
+	require.Contains(t, b.String(), "| **90.0**; not measured (it did not build) |")
+	require.NotContains(t, b.String(), "| note |", "no run has a note")
 }
