@@ -26,10 +26,12 @@ type perResource struct {
 	first resourceClients
 }
 
-// resourceClients are one resource's clients: the dynamic one and the REST client under it (one bucket).
+// resourceClients are one resource's clients: the dynamic one and the REST client under it, and its
+// bucket (nil without a client-side limit).
 type resourceClients struct {
 	dynamic.Interface
-	rest rest.Interface
+	rest   rest.Interface
+	bucket *bucket
 }
 
 var _ dynamic.Interface = (*perResource)(nil)
@@ -43,11 +45,18 @@ func newPerResource(cfg *rest.Config, httpClient *http.Client, codec codecOption
 }
 
 func newResourceClients(cfg *rest.Config, h *http.Client, codec codecOptions) (resourceClients, error) {
+	var b *bucket
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		// The bucket client-go would build from QPS and Burst, held here so a write may yield (yield.go).
+		cfg = rest.CopyConfig(cfg)
+		b = newBucket(cfg.QPS, cfg.Burst)
+		cfg.RateLimiter = b
+	}
 	rc, err := newRESTClient(cfg, h, codec)
 	if err != nil {
 		return resourceClients{}, err
 	}
-	return resourceClients{dynamic.New(rc), rc}, nil
+	return resourceClients{dynamic.New(rc), rc, b}, nil
 }
 
 // Resource answers the resource's own client, built on first use.

@@ -68,6 +68,17 @@ type sharedState struct {
 	staleSince time.Time
 	// changedAt is the last external change (of the object or a related one); it wakes delayed handlers.
 	changedAt time.Time
+	// changedRV is the version whose update event set changedAt, and changedBefore what changedAt was
+	// until then: when that event turns out to be the echo of our own write (it arrived before the
+	// write's answer), wrote takes the change back, so it wakes no handler.
+	changedRV     string
+	changedBefore time.Time
+}
+
+// changed records an external change at now; rv is the object's version when an update event says so.
+func (st *sharedState) changed(now time.Time, rv string) {
+	st.changedRV, st.changedBefore = rv, st.changedAt
+	st.changedAt = now
 }
 
 // workerState is touched only by the pass over the object. The queue never hands one key to two
@@ -80,6 +91,8 @@ type workerState struct {
 	timers     map[string]*timerState
 	warned     map[string]bool
 	events     []pendingEvent
+	// yielded is the status progress that yielded to a busy bucket, to try again (yield.go).
+	yielded map[string]any
 	// baseRaw/base cache the parsed diff-base while its annotation is unchanged.
 	baseRaw string
 	base    map[string]any
@@ -125,7 +138,7 @@ func (c *controller) eventHandler() cache.ResourceEventHandler {
 			if isInInitialList {
 				st.initial = true
 			}
-			st.changedAt = c.op.opts.Clock.Now()
+			st.changed(c.op.opts.Clock.Now(), "")
 			c.mu.Unlock()
 			c.queue.Add(key)
 		},
@@ -165,7 +178,7 @@ func (c *controller) observe(key string, u *unstructured.Unstructured) bool {
 		}
 		return false
 	}
-	st.changedAt = c.op.opts.Clock.Now()
+	st.changed(c.op.opts.Clock.Now(), rv)
 	return true
 }
 
@@ -213,7 +226,7 @@ func (c *controller) wake(key string, resume ...bool) {
 	c.mu.Lock()
 	handling := c.handling
 	if st, ok := c.objects[key]; ok {
-		st.shared.changedAt = c.op.opts.Clock.Now()
+		st.shared.changed(c.op.opts.Clock.Now(), "")
 		if len(resume) > 0 && resume[0] {
 			st.shared.recheck = true
 		}
@@ -245,7 +258,7 @@ func (c *controller) startHandling() {
 		}
 		st := &c.stateLocked(key, u.GetUID()).shared
 		st.initial = true
-		st.changedAt = now
+		st.changed(now, "")
 		c.queue.Add(key)
 	}
 }
@@ -267,6 +280,10 @@ func (c *controller) wrote(key string, w written) {
 	defer c.mu.Unlock()
 	st := &c.stateLocked(key, w.UID).shared
 	if cachedRV != "" && rvReached(cachedRV, rv) {
+		if st.changedRV == rv {
+			// The "change" observe recorded was this write's echo, and nothing changed after it.
+			st.changedAt, st.changedRV = st.changedBefore, ""
+		}
 		return
 	}
 	st.ownRVs[rv] = struct{}{}

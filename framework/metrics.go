@@ -20,6 +20,8 @@ type Metrics struct {
 	HandlerRetries    *prometheus.CounterVec
 	PermanentFailures *prometheus.CounterVec
 	Writes            *prometheus.CounterVec
+	// Yields: status writes that only reported progress and yielded to a busy client-side bucket (yield.go).
+	Yields *prometheus.CounterVec
 	// Events: handed to the recorder, taken off its queues by the writers (the difference is queued or was
 	// dropped), the writers' API calls by result, and what was dropped, by reason.
 	EventsPosted     *prometheus.CounterVec
@@ -54,6 +56,10 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 			Namespace: namespace, Name: "object_patches_total",
 			Help: "Patches the framework sent for watched objects, by resource and subresource (object, status).",
 		}, []string{"resource", "subresource"}),
+		Yields: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "status_writes_yielded_total",
+			Help: "Status writes that only reported progress and were held back because the resource's client-side rate limiter had no token free; each is tried again (newest value first) until written or superseded.",
+		}, []string{"resource"}),
 		EventsPosted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "events_posted_total",
 			Help: "Kubernetes Events handed to the event recorder, by type (Normal, Warning).",
@@ -77,7 +83,7 @@ func newMetrics(namespace string, reg prometheus.Registerer) *Metrics {
 		workqueue: newWorkqueueMetrics(),
 	}
 	reg.MustRegister(m.HandlerRuns, m.HandlerDuration, m.HandlerRetries, m.PermanentFailures, m.Writes,
-		m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped, m.Fenced)
+		m.Yields, m.EventsPosted, m.EventsDispatched, m.EventWrites, m.EventsDropped, m.Fenced)
 	for _, w := range []string{"pass", "status", "object", "event", "kube-write"} {
 		m.Fenced.WithLabelValues(w)
 	}
@@ -121,6 +127,7 @@ func (m *Metrics) initWatch(resource string, w *Watch) {
 	for _, sub := range []string{"object", "status"} {
 		m.Writes.WithLabelValues(resource, sub)
 	}
+	m.Yields.WithLabelValues(resource)
 }
 
 // registerOperatorGauges adds the gauges an SRE pages on when the operator itself is in trouble: ready

@@ -219,8 +219,13 @@ func (p *pass) handleCause(reason Reason) passResult {
 		changedAt := p.st.shared.changedAt
 		p.c.mu.Unlock()
 		if hs != nil && !hs.delayed.IsZero() && p.now.Before(hs.delayed) && !changedAt.After(own.delaySetAt[h.id]) {
-			// Sleeping until its delay and nothing changed since: no observation to make yet.
-			return passResult{after: hs.delayed.Sub(p.now)}
+			// Sleeping until its delay and nothing changed since: no observation to make yet; only
+			// progress that yielded to a busy bucket is tried again (yield.go).
+			res := passResult{after: hs.delayed.Sub(p.now)}
+			if own.yielded != nil {
+				return p.finish(res)
+			}
+			return res
 		}
 		if hs == nil {
 			hs = &handlerState{started: p.now, purpose: string(reason)}
@@ -280,6 +285,8 @@ func (p *pass) complete(every []*handlerSpec, res passResult) passResult {
 func (p *pass) runHandler(h *handlerSpec, hs *handlerState) passResult {
 	hlog := p.log.With(zap.String("handler", h.id), zap.String("cause", string(p.reason)))
 	out, exhausted := h.exhausted(hs, p.now)
+	// The handler's observation is newer than any progress that yielded: it sets again what still differs.
+	p.own.yielded = nil
 	if !exhausted {
 		out = p.execute(h, &Cause{Reason: p.reason, Logger: hlog, Retries: hs.retries, Started: hs.started})
 	}
@@ -326,8 +333,12 @@ func (p *pass) finish(res passResult) passResult {
 	// An optional delete handler's finalizer rides along this pass's writes when they make it needed or
 	// write the object anyway (finalizer.go).
 	p.c.rideFinalizer(p.obj, p.patch)
-	if applied, ok := p.apply(); !ok {
+	applied, ok := p.apply()
+	if !ok {
 		return applied
+	}
+	if applied.after > 0 && !res.now && !res.backoff {
+		res.after = soonest(res.after, applied.after)
 	}
 	return res
 }
@@ -351,6 +362,7 @@ func (p *pass) forgetPass() {
 	own := p.own
 	own.cause, own.handlers = "", map[string]*handlerState{}
 	own.delaySetAt = map[string]time.Time{}
+	own.yielded = nil
 	p.c.mu.Lock()
 	p.st.shared.initial = p.st.shared.initial || p.initial
 	p.st.shared.recheck = p.st.shared.recheck || p.recheck

@@ -27,6 +27,8 @@ type Patch struct {
 	Labels      map[string]*string
 	Annotations map[string]*string
 
+	// progress: the top-level status keys set only by SetProgress (true) or by SetStatus too (false).
+	progress map[string]bool
 	// finalizers, when non-nil, is the complete desired finalizer list (framework only).
 	finalizers []string
 	// finalizerRides: the finalizer was added only because the object is written anyway (finalizer.go).
@@ -43,6 +45,44 @@ func (p *Patch) SetStatus(value any, path ...string) {
 	if len(path) == 0 {
 		return
 	}
+	p.markStatus(path[0], false)
+	p.set(value, path)
+}
+
+// SetProgress is SetStatus for a field that only reports progress (a message while the state stays the
+// same): a status write made only of such fields yields when the resource's client-side bucket has no
+// token free, and is tried again, newest value first (yield.go).
+func (p *Patch) SetProgress(value any, path ...string) {
+	if len(path) == 0 {
+		return
+	}
+	p.markStatus(path[0], true)
+	p.set(value, path)
+}
+
+// markStatus records how a top-level status key was set: once by SetStatus, it never yields.
+func (p *Patch) markStatus(key string, progress bool) {
+	if p.progress == nil {
+		p.progress = map[string]bool{}
+	}
+	if prev, set := p.progress[key]; set && !prev {
+		return
+	}
+	p.progress[key] = progress
+}
+
+// onlyProgress says whether every status field of the patch was set by SetProgress (a key written into
+// Status directly counts as state).
+func (p *Patch) onlyProgress() bool {
+	for k := range p.Status {
+		if !p.progress[k] {
+			return false
+		}
+	}
+	return len(p.Status) > 0
+}
+
+func (p *Patch) set(value any, path []string) {
 	m := p.Status
 	for _, f := range path[:len(path)-1] {
 		next, ok := m[f].(map[string]any)
@@ -148,19 +188,27 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 // apply sends the pass's status patch, then its object patch; each only when it changes something. Status
 // goes first: a handler's business status must land before its completion is recorded. ok is false when a
 // write failed; res then says when to come back. Neither is sent once the lease fence lapsed (fence.go).
+//
+// A status write that only reports progress may yield to the resource's busy bucket (yield.go): then res
+// says when to come back and try it again.
 func (p *pass) apply() (res passResult, ok bool) {
 	c, u := p.c, p.obj
+	p.own.restoreYielded(p.patch)
 	if body := p.patch.statusPatch(u); body != nil {
 		if !c.op.mayAct() {
 			return p.writeFailed("status", c.op.fenced("status", "patch status of "+p.key)), false
 		}
-		out, err := c.mergePatch(p.ctx, u, body, "status")
-		if err != nil {
-			return p.writeFailed("status", err), false
+		if ctx, yielded, after := p.yield(); yielded {
+			res.after = after
+		} else {
+			out, err := c.mergePatch(ctx, u, body, "status")
+			if err != nil {
+				return p.writeFailed("status", err), false
+			}
+			c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
+			c.wrote(p.key, out)
+			u.SetResourceVersion(out.ResourceVersion)
 		}
-		c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
-		c.wrote(p.key, out)
-		u.SetResourceVersion(out.ResourceVersion)
 	}
 	if body := p.patch.metadataPatch(u); body != nil {
 		if !c.op.mayAct() {
@@ -173,7 +221,7 @@ func (p *pass) apply() (res passResult, ok bool) {
 		c.op.metrics.Writes.WithLabelValues(c.resource, "object").Inc()
 		c.wrote(p.key, out)
 	}
-	return passResult{}, true
+	return res, true
 }
 
 func (p *pass) writeFailed(what string, err error) passResult {

@@ -31,7 +31,8 @@ func truncateMessage(message string) string {
 
 // setStatus records an entry of the message table (messages.go): its state and its message with the
 // parts filled in. provisioningUpdateTime (UTC RFC 3339) moves only when one of them changes, so a pass
-// that observes nothing new writes nothing; every state change posts an Event.
+// that observes nothing new writes nothing; every state change posts an Event. A new message in the same
+// progressing or deleting state is progress, which may yield to a busy client-side bucket.
 func (r *reporter) setStatus(c *framework.Cause, s said) {
 	// An error quoted into a message never carries an internal address (issue 34).
 	state, message := s.m.state, truncateMessage(netcause.Redact(s.text))
@@ -40,6 +41,12 @@ func (r *reporter) setStatus(c *framework.Cause, s said) {
 		return
 	}
 	next := v1alpha1.ProvisioningStatus{State: state, Message: message, UpdateTime: c.Now.UTC().Format(time.RFC3339)}
+	if cur.State == state && (state == v1alpha1.StateProgressing || state == v1alpha1.StateDeleting) {
+		// Only the message moves: progress, which yields to writes that change a state when the
+		// client-side limit is what holds the writes back (framework/yield.go).
+		c.Patch.SetProgress(next.Unstructured(), v1alpha1.FieldProvisioningStatus)
+		return
+	}
 	c.Patch.SetStatus(next.Unstructured(), v1alpha1.FieldProvisioningStatus)
 	if cur.State == state {
 		return

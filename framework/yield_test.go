@@ -1,0 +1,148 @@
+package framework
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
+)
+
+// A token taken ahead is spent by the one call it was taken for: that call does not wait, a second call
+// with the same context waits as any does. An empty bucket gives none ahead, and says how long the calls
+// already waiting hold it.
+func TestBucketTakesATokenAheadOnlyWhenOneIsFree(t *testing.T) {
+	b := newBucket(1, 1) // one token in hand, the next in a second
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	ahead, ok := b.takeAhead(ctx)
+	require.True(t, ok, "a full bucket gives a token ahead")
+	require.NoError(t, b.Wait(ahead), "the call the token was taken for waited again")
+	// The bucket is empty now: rate's Wait refuses at once a wait longer than the deadline.
+	require.Error(t, b.Wait(ahead), "the token ahead was spent twice")
+	_, ok = b.takeAhead(context.Background())
+	require.False(t, ok, "an empty bucket gave a token ahead")
+
+	b.lim.SetLimitAt(time.Now(), 10)
+	for range 20 { // 20 calls waiting at 10/s: about 2 s ahead of a new one
+		b.lim.Reserve()
+	}
+	assert.Greater(t, b.backlog(), 1500*time.Millisecond)
+	assert.LessOrEqual(t, b.backlog(), 2100*time.Millisecond)
+	assert.Greater(t, b.backlog(), 1500*time.Millisecond, "asking for the backlog reserved a token")
+}
+
+// The pass's patch yields only when every status field it sets is progress: one set by SetStatus, or
+// written into Status directly, is state.
+func TestOnlyProgressIsWhatMayYield(t *testing.T) {
+	p := newPatch()
+	require.False(t, p.onlyProgress(), "an empty patch")
+	p.SetProgress("m1", "message")
+	require.True(t, p.onlyProgress())
+	p.SetStatus("m2", "message")
+	p.SetProgress("m3", "message")
+	require.False(t, p.onlyProgress(), "SetStatus on a key makes it state for the whole pass")
+
+	p = newPatch()
+	p.SetProgress("m1", "message")
+	p.Status["state"] = "done"
+	require.False(t, p.onlyProgress(), "a key written directly")
+
+	// Pending progress goes under the pass's own fields, deletions included.
+	w := &workerState{yielded: map[string]any{"message": "old", "detail": map[string]any{"a": "1", "b": "2"}}}
+	p = newPatch()
+	p.SetStatus(map[string]any{"b": nil}, "detail")
+	w.restoreYielded(p)
+	assert.Nil(t, w.yielded)
+	assert.Equal(t, map[string]any{"message": "old", "detail": map[string]any{"a": "1", "b": nil}}, p.Status)
+	assert.False(t, p.onlyProgress(), "the pass's own state keeps the write from yielding")
+}
+
+// On the real API server, with the widgets' bucket emptied by the test: a status write that only reports
+// progress yields (nothing is written; the object keeps its last message), a newer observation replaces
+// the pending one, and once a token is free the newest is written by itself, in one write, without the
+// handler running again. A write that changes the state never yields: it waits for its token.
+func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
+	t.Parallel()
+	var msg atomic.Value
+	msg.Store("m1")
+	c := &calls{}
+	to := newTestOperator(t, "yield", Options{}, func(_ *Operator, w *Watch) {
+		w.OnCreate("walk", func(_ context.Context, cause *Cause) error {
+			if c.add(cause) == 1 {
+				cause.Patch.SetStatus("working", "phase")
+			}
+			m := msg.Load().(string)
+			if m == "second" {
+				// A state change alone: no object patch beside it that would keep it from yielding.
+				cause.Patch.SetStatus("second", "phase")
+				return Temporary(time.Hour, "waiting")
+			}
+			cause.Patch.SetProgress(m, "message")
+			return Temporary(time.Hour, "waiting") // woken only by a change of the object
+		})
+	})
+	to.start(t)
+	create(t, widget("yield", "walker", map[string]any{"size": 1}))
+	eventually(t, 30*time.Second, func() bool {
+		u, ok := get(t, "walker")
+		return ok && statusField(u, "phase") == "working" && statusField(u, "message") == "m1"
+	}, "the first status was never written")
+
+	res := "widgets.test.o2ims.io"
+	yields := func() float64 { return testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res)) }
+	statusWrites := func() float64 { return testutil.ToFloat64(to.op.metrics.Writes.WithLabelValues(res, "status")) }
+	b := to.op.clients.Dynamic.(*perResource).client(widgetGVR.GroupResource()).bucket
+	require.NotNil(t, b)
+	b.lim.SetLimitAt(time.Now(), rate.Limit(1e-9)) // no refill to speak of
+	for b.lim.Allow() {
+	}
+	poke := func(v string) {
+		body := []byte(`{"metadata":{"annotations":{"poke":"` + v + `"}}}`)
+		_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Patch(context.Background(), "walker",
+			types.MergePatchType, body, metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+
+	// Passes of one object never overlap: a yield counted after the handler's run is seen is that pass's
+	// or a later one's, so the pending progress is then what that run set.
+	observe := func(m string, run int) {
+		msg.Store(m)
+		poke(m)
+		eventually(t, 30*time.Second, func() bool { return len(c.of("walk", "walker")) == run }, "the handler never ran with %s", m)
+		y := yields()
+		eventually(t, 30*time.Second, func() bool { return yields() > y }, "%s did not yield to the empty bucket", m)
+	}
+	observe("m2", 2)
+	observe("m3", 3)
+	assert.Equal(t, "m1", statusField(mustGet(t, "walker"), "message"), "a progress write went through an empty bucket")
+
+	before := statusWrites()
+	b.lim.SetLimitAt(time.Now(), rate.Inf)
+	eventually(t, 30*time.Second, func() bool { return statusField(mustGet(t, "walker"), "message") == "m3" },
+		"the pending progress was never written once tokens were free")
+	assert.Len(t, c.of("walk", "walker"), 3, "the handler ran again: the pending progress was not written by itself, or the echo of our own write woke it")
+	assert.Equal(t, before+1, statusWrites(), "the superseded progress was written too")
+
+	// A state change waits for its token behind 50 calls at 10/s, and is written: it never yields.
+	b.lim.SetLimitAt(time.Now(), 10)
+	for b.lim.Allow() {
+	}
+	for range 50 {
+		b.lim.Reserve()
+	}
+	y := yields()
+	msg.Store("second")
+	poke("second")
+	eventually(t, 30*time.Second, func() bool { return statusField(mustGet(t, "walker"), "phase") == "second" },
+		"the state change was never written")
+	assert.Equal(t, y, yields(), "a state change yielded")
+}
