@@ -20,6 +20,9 @@ import (
 type apiRequests struct {
 	Writes, Reads float64
 	ByResource    map[string]float64
+	// Watched: watch events the server sent, by resource, summed over every watcher (a write watched by
+	// more clients costs the server more).
+	Watched map[string]float64
 }
 
 func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) {
@@ -31,10 +34,22 @@ func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) 
 	if err != nil {
 		return apiRequests{}, err
 	}
-	r := apiRequests{ByResource: map[string]float64{}}
+	return apiRequestsOf(fams), nil
+}
+
+// apiRequestsOf reads apiserver_request_total from the API server's metrics.
+func apiRequestsOf(fams promtest.Families) apiRequests {
+	r := apiRequests{ByResource: map[string]float64{}, Watched: map[string]float64{}}
+	if fam, ok := fams["apiserver_watch_events_total"]; ok {
+		for _, s := range fam.GetMetric() {
+			l := labelsOf(s)
+			what := cmp.Or(l["resource"], l["kind"])
+			r.Watched[what] += s.GetCounter().GetValue()
+		}
+	}
 	fam, ok := fams["apiserver_request_total"]
 	if !ok {
-		return r, nil
+		return r
 	}
 	for _, s := range fam.GetMetric() {
 		switch labelsOf(s)["verb"] {
@@ -52,7 +67,7 @@ func scrapeAPIServer(ctx context.Context, st *stack.Stack) (apiRequests, error) 
 		}
 		r.ByResource[key+" "+l["verb"]] += s.GetCounter().GetValue()
 	}
-	return r, nil
+	return r
 }
 
 func (a apiRequests) minus(b apiRequests) apiRequests {
@@ -62,7 +77,13 @@ func (a apiRequests) minus(b apiRequests) apiRequests {
 			by[k] = d
 		}
 	}
-	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads, ByResource: by}
+	watched := map[string]float64{}
+	for k, v := range a.Watched {
+		if d := v - b.Watched[k]; d > 0 {
+			watched[k] = d
+		}
+	}
+	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads, ByResource: by, Watched: watched}
 }
 
 // topWrites is the entries of by of at least least per request, largest first ("clusters/status PATCH 2.10").

@@ -43,6 +43,8 @@ type contenderRun struct {
 	Note       string
 	// Where the requests waited (issue 39), fulfil and delete, from the contender's own metrics.
 	FulfilWaits, DelWaits waits
+	// What the API server served meanwhile, everyone's (the world's too), by resource and verb.
+	FulfilCalls, DelCalls apiRequests
 	// Latency: create returned → fulfilled seen, and first DELETE sent → gone seen, per request, at
 	// N requests at once (this run's N first, then latencySizes).
 	Latency []latencyAt
@@ -125,6 +127,7 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 	}
 	f.fill(&r, t0)
 	r.FulfilWaits = waitsBetween(ev0, ev1)
+	r.FulfilCalls = apiRequestsOf(api1).minus(apiRequestsOf(api0))
 	r.StatusPatches = requestPatches(api1, "status") - requestPatches(api0, "status")
 	r.ObjectPatches = requestPatches(api1, "") - requestPatches(api0, "") - r.StatusPatches
 	var tDel time.Time
@@ -138,8 +141,9 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 		// The Events of the deletion too (the recorders post after the pass): counted once none came for 2 s.
 		settleAPI(ctx, st, 2*time.Second, 20*time.Second, eventWrites)
 	}
-	if _, ev2, serr := scrapeBoth(ctx, st, ct); serr == nil {
+	if api2, ev2, serr := scrapeBoth(ctx, st, ct); serr == nil {
 		r.DelWaits = waitsBetween(ev1, ev2)
+		r.DelCalls = apiRequestsOf(api2).minus(apiRequestsOf(api1))
 		r.EventsDue = ev2.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
 	}
 	r.EventsHeld = eventsAbout(ctx, st, prefix)
