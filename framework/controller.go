@@ -91,8 +91,9 @@ type workerState struct {
 	timers     map[string]*timerState
 	warned     map[string]bool
 	events     []pendingEvent
-	// yielded is the status progress that yielded to a busy bucket, to try again (yield.go).
-	yielded map[string]any
+	// yielded is the status progress that yielded, to try again, held back since yieldedSince (yield.go).
+	yielded      map[string]any
+	yieldedSince time.Time
 	// baseRaw/base cache the parsed diff-base while its annotation is unchanged.
 	baseRaw string
 	base    map[string]any
@@ -170,8 +171,14 @@ func (c *controller) observe(key string, u *unstructured.Unstructured) bool {
 	defer c.mu.Unlock()
 	st := &c.stateLocked(key, u.GetUID()).shared
 	rv := u.GetResourceVersion()
-	if _, own := st.ownRVs[rv]; own {
-		delete(st.ownRVs, rv)
+	_, own := st.ownRVs[rv]
+	for r := range st.ownRVs {
+		// Events come in order: a write of ours at or before this version has had its event.
+		if rvReached(rv, r) {
+			delete(st.ownRVs, r)
+		}
+	}
+	if own {
 		if st.parked && rvReached(rv, st.waitRV) {
 			st.parked = false
 			return true
@@ -280,9 +287,14 @@ func (c *controller) wrote(key string, w written) {
 	defer c.mu.Unlock()
 	st := &c.stateLocked(key, w.UID).shared
 	if cachedRV != "" && rvReached(cachedRV, rv) {
-		if st.changedRV == rv {
+		switch {
+		case st.changedRV == rv:
 			// The "change" observe recorded was this write's echo, and nothing changed after it.
 			st.changedAt, st.changedRV = st.changedBefore, ""
+		case cachedRV == rv:
+			// The informer stores an object before it tells the handlers: the echo may not have been
+			// observed yet, and is ours when it is (observe drops what no event will match).
+			st.ownRVs[rv] = struct{}{}
 		}
 		return
 	}

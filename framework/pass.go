@@ -362,7 +362,7 @@ func (p *pass) forgetPass() {
 	own := p.own
 	own.cause, own.handlers = "", map[string]*handlerState{}
 	own.delaySetAt = map[string]time.Time{}
-	own.yielded = nil
+	own.yielded, own.yieldedSince = nil, time.Time{}
 	p.c.mu.Lock()
 	p.st.shared.initial = p.st.shared.initial || p.initial
 	p.st.shared.recheck = p.st.shared.recheck || p.recheck

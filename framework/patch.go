@@ -203,8 +203,10 @@ func (p *pass) apply() (res passResult, ok bool) {
 		} else {
 			out, err := c.mergePatch(ctx, u, body, "status")
 			if err != nil {
+				p.own.keepYielded(p.patch)
 				return p.writeFailed("status", err), false
 			}
+			p.own.statusWritten()
 			c.op.metrics.Writes.WithLabelValues(c.resource, "status").Inc()
 			c.wrote(p.key, out)
 			u.SetResourceVersion(out.ResourceVersion)

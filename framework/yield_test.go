@@ -146,3 +146,53 @@ func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
 		"the state change was never written")
 	assert.Equal(t, y, yields(), "a state change yielded")
 }
+
+// With a whole round of passes waiting for a worker, progress yields to them even with tokens to spare,
+// and is written by itself once the queue has drained.
+func TestProgressYieldsToABusyQueue(t *testing.T) {
+	t.Parallel()
+	var msg atomic.Value
+	msg.Store("m1")
+	c := &calls{}
+	var to *testOperator
+	to = newTestOperator(t, "yieldq", Options{Workers: 1}, func(_ *Operator, w *Watch) {
+		w.OnCreate("walk", func(ctx context.Context, cause *Cause) error {
+			if cause.Object.GetName() != "qwalker" {
+				return nil
+			}
+			c.add(cause)
+			m := msg.Load().(string)
+			if m == "busy" {
+				// Another object's pass waits for the only worker, this one's.
+				_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Create(ctx, widget("yieldq", "qother", map[string]any{}), metav1.CreateOptions{})
+				if err != nil {
+					return err
+				}
+				for to.op.ctrls[0].queue.Len() < 1 {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}
+			cause.Patch.SetProgress(m, "message")
+			return Temporary(time.Hour, "waiting")
+		})
+	})
+	to.start(t)
+	create(t, widget("yieldq", "qwalker", map[string]any{}))
+	eventually(t, 30*time.Second, func() bool { return statusField(mustGet(t, "qwalker"), "message") == "m1" },
+		"the first status was never written")
+	res := "widgets.test.o2ims.io"
+	y := testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res))
+	msg.Store("busy")
+	body := []byte(`{"metadata":{"annotations":{"poke":"busy"}}}`)
+	_, err := kubeapi.Shared(t).AdminDynamic().Resource(widgetGVR).Patch(context.Background(), "qwalker",
+		types.MergePatchType, body, metav1.PatchOptions{})
+	require.NoError(t, err)
+	eventually(t, 30*time.Second, func() bool { return statusField(mustGet(t, "qwalker"), "message") == "busy" },
+		"the progress that yielded to the queue was never written")
+	assert.Equal(t, y+1, testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res)), "it did not yield to the waiting pass, or yielded again with the queue drained")
+	assert.Len(t, c.of("walk", "qwalker"), 2, "the handler ran again: the pending progress was not written by itself")
+}
