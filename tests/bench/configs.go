@@ -196,5 +196,37 @@ func runConfig(ctx context.Context, c *config, st *stack.Stack, cr *configRun, p
 		return nil
 	}
 	say(c, "   %s", cr.Peer.line())
+	for round := 2; round <= sideRounds; round++ {
+		if err := againReversed(ctx, c, st, cr, pb, fmt.Sprintf("%s%d-", run, round)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// againReversed is another round of a configuration, the peer first, folded into its runs (rounds.go).
+func againReversed(ctx context.Context, c *config, st *stack.Stack, cr *configRun, pb peerBuild, run string) error {
+	l := cr.Config.Limits
+	say(c, "8. %s, again in the reverse order: the peer, then the operator", cr.Config)
+	peer, err := startPeer(ctx, st, pb.bin, run+"peer", l.flags())
+	if err != nil {
+		return fmt.Errorf("the peer, again: %w", err)
+	}
+	p2, err := measureContender(ctx, st, peer, run+"peer", c.n, nil)
+	if err != nil {
+		return fmt.Errorf("the peer, again: %w; %s", err, firstErrors(filepath.Join(st.Dir, "peer.log"), 3))
+	}
+	say(c, "   %s", p2.line())
+	op, err := startSelected(ctx, st, run+"ours", false, l.oursArgs()...)
+	if err != nil {
+		return err
+	}
+	o2, err := measureContender(ctx, st, ours(op), run+"ours", c.n, nil)
+	if err != nil {
+		return err
+	}
+	say(c, "   %s", o2.line())
+	cr.Peer.addRound(p2)
+	cr.Ours.addRound(o2)
 	return nil
 }

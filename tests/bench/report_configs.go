@@ -73,17 +73,21 @@ func (r *report) configsTable(p printer) {
 		return func(cr configRun) string { return f(cr.Ours) + "; " + cr.peerOr(f) }
 	}
 	row("fulfilled / deleted", both(func(c contenderRun) string { return fmt.Sprintf("%d / %d", c.Fulfilled, c.Deleted) }))
-	ratioOf := func(rate func(contenderRun) float64) func(configRun) string {
+	ratioOf := func(rate func(contenderRun) float64, rounds func(contenderRun) []float64) func(configRun) string {
 		return func(cr configRun) string {
-			s := fmt.Sprintf("**%.1f**; %s", rate(cr.Ours), cr.peerOr(func(c contenderRun) string { return fmt.Sprintf("%.1f", rate(c)) }))
+			s := fmt.Sprintf("**%.1f**%s; %s", rate(cr.Ours), roundsOf(rounds(cr.Ours)), cr.peerOr(func(c contenderRun) string {
+				return fmt.Sprintf("%.1f%s", rate(c), roundsOf(rounds(c)))
+			}))
 			if cr.PeerErr == "" {
 				s += fmt.Sprintf(" (%.2f×)", rate(cr.Ours)/max(rate(cr.Peer), 0.001))
 			}
 			return s
 		}
 	}
-	row("**fulfilled/s** (ours ÷ the peer's)", ratioOf(func(c contenderRun) float64 { return c.Rate }))
-	row("**deleted/s** (ours ÷ the peer's)", ratioOf(func(c contenderRun) float64 { return c.DelRate }))
+	row("**fulfilled/s**, the mean (each round) (ours ÷ the peer's)", ratioOf(func(c contenderRun) float64 { return c.Rate },
+		func(c contenderRun) []float64 { return c.Rounds }))
+	row("**deleted/s**, the mean (each round) (ours ÷ the peer's)", ratioOf(func(c contenderRun) float64 { return c.DelRate },
+		func(c contenderRun) []float64 { return c.DelRounds }))
 	row("share of the world-alone ceiling (its Clusters/s)", func(cr configRun) string {
 		share := func(c contenderRun) string { return fmt.Sprintf("%.0f %%", 100*c.Rate/max(cr.Ceiling.Rate, 0.001)) }
 		return fmt.Sprintf("%s; %s (%.1f)", share(cr.Ours), cr.peerOr(share), cr.Ceiling.Rate)

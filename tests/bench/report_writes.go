@@ -101,13 +101,15 @@ func (r *report) sideBySideSection(p printer) {
 		"the shipped ServiceAccount, without NetBox. The tables first show the primary configuration in full: both at `%s`, "+
 		"the world moving every %s: Porch reports a PackageVariant rendered %s after it appears, and its Cluster is Pending, "+
 		"Provisioning %s later and provisioned %s after that. Each creates %d requests at once (a fast admin client, 64 callers), "+
-		"then deletes them at once. Request writes are the PATCHes of provisioningrequests (object and /status) the API "+
+		"then deletes them at once. Each configuration runs in %d rounds, the second in the reverse order (the peer "+
+		"first, fresh processes and requests): fulfilled/s and deleted/s are the rounds' mean, each round in brackets; "+
+		"everything else is the first round's. Request writes are the PATCHes of provisioningrequests (object and /status) the API "+
 		"server served for the run, until none came for 2 s; a final state's writes are the versions a watch saw whose "+
 		"provisioningStatus changed to the state the request ended in. Events due are those each contender handed to its "+
 		"recorder over the load and the deletion (`o2ims_events_posted_total`), held those the API server has about the "+
 		"run's requests once no Event write came for 2 s after the last request was gone. CPU per fulfilled request is "+
 		"measured from the first create to the last fulfilled, CPU per deleted request from the first DELETE to the last gone.\n\n",
-		strings.Join(sb.Config.Limits.flags(), " "), sb.Config.World, sb.Config.World, sb.Config.World, sb.Config.World, sb.N)
+		strings.Join(sb.Config.Limits.flags(), " "), sb.Config.World, sb.Config.World, sb.Config.World, sb.Config.World, sb.N, sideRounds)
 	p("What `--kube-api-qps` / `--kube-api-burst` mean, the same for both: a client-side token bucket **per API resource**, " +
 		"that many calls per second with that many in hand, a subresource such as `/status` in its resource's bucket; reads " +
 		"served from the informer caches take no token. The operator builds one REST client, and so one bucket, per resource " +
@@ -123,8 +125,8 @@ func (r *report) sideBySideSection(p printer) {
 	}
 	row("fulfilled / failed", func(c contenderRun) string { return fmt.Sprintf("%d / %d", c.Fulfilled, c.Failed) })
 	row("first create → last fulfilled", func(c contenderRun) string { return fmt.Sprintf("%.1f s", c.Total.Seconds()) })
-	row("**fulfilled/s**", func(c contenderRun) string { return fmt.Sprintf("**%.1f**", c.Rate) })
-	row("**deleted/s**", func(c contenderRun) string { return fmt.Sprintf("**%.1f**", c.DelRate) })
+	row("**fulfilled/s**, the mean (each round)", func(c contenderRun) string { return fmt.Sprintf("**%.1f**%s", c.Rate, roundsOf(c.Rounds)) })
+	row("**deleted/s**, the mean (each round)", func(c contenderRun) string { return fmt.Sprintf("**%.1f**%s", c.DelRate, roundsOf(c.DelRounds)) })
 	if cl := sb.Ceiling; cl.Rate > 0 {
 		row(fmt.Sprintf("share of the world-alone ceiling (%.1f Clusters/s)", cl.Rate), func(c contenderRun) string {
 			return fmt.Sprintf("%.0f %%", 100*c.Rate/cl.Rate)

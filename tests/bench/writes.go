@@ -41,6 +41,9 @@ type contenderRun struct {
 	CPU        cpuWindow // first create → last fulfilled
 	DelCPU     cpuWindow // first DELETE → last gone
 	Note       string
+	// Rounds and DelRounds are each round's fulfilled/s and deleted/s (rounds.go); Rate and DelRate are
+	// their means once there is more than one.
+	Rounds, DelRounds []float64
 	// Where the requests waited (issue 39), fulfil and delete, from the contender's own metrics.
 	FulfilWaits, DelWaits waits
 	// What the API server served meanwhile, everyone's (the world's too), by resource and verb.
