@@ -102,7 +102,7 @@ func TestTheCompactTableHasAColumnPerConfiguration(t *testing.T) {
 		require.Len(t, strings.Split(row, "|"), 7, row) // a label and 4 configurations
 	}
 	require.Contains(t, rows[0], "shipped defaults (1000 / 2000), world at zero delay")
-	require.Contains(t, b.String(), "| **fulfilled/s** (ours ÷ the peer's) | **36.0**; 30.0 (1.20×) |")
+	require.Contains(t, b.String(), "| **fulfilled/s**, the mean (each round) (ours ÷ the peer's) | **36.0**; 30.0 (1.20×) |")
 	require.Contains(t, b.String(), "| **90.0**; not measured (it did not build) |")
 	require.NotContains(t, b.String(), "| note |", "no run has a note")
 }
