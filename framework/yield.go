@@ -15,8 +15,8 @@ import (
 // waits for, or the one that finishes work. So a pass's status write made only of Patch.SetProgress fields,
 // with no object patch beside it, is sent only when a token is free at once (bucket.takeAhead); else it
 // yields: the object keeps it as its pending progress and comes back once the calls already waiting have had
-// theirs (bucket.backlog). It yields as well while a whole round of passes waits for a worker, for at most
-// yieldHoldMax.
+// theirs (bucket.backlog). It yields as well while a whole round of passes waits for a worker. Either way
+// for at most yieldHoldMax in all.
 //
 // The pending progress is never written over something newer and never lost while it is still news:
 //   - the next pass that runs no handler sends it, merged under its own status fields (a yield again when
@@ -36,8 +36,8 @@ const (
 )
 
 // yieldBusyRetry is when progress that yielded to a busy queue is tried again, and yieldHoldMax how long
-// the queue may hold it back in all: past it, it goes as soon as the bucket allows, so a request's
-// progress shows within seconds under any load.
+// progress may be held back in all: past it, it waits for its turn as any write, so a request's progress
+// shows within seconds under any load and any limit.
 const (
 	yieldBusyRetry = time.Second
 	yieldHoldMax   = 10 * time.Second
@@ -52,8 +52,10 @@ func (p *pass) yield() (ctx context.Context, yielded bool, after time.Duration) 
 		return p.ctx, false, 0
 	}
 	own := p.own
-	held := !own.yieldedSince.IsZero() && p.now.Sub(own.yieldedSince) >= yieldHoldMax
-	if p.c.queue.Len() >= p.c.op.opts.Workers && !held {
+	if !own.yieldedSince.IsZero() && p.now.Sub(own.yieldedSince) >= yieldHoldMax {
+		return p.ctx, false, 0 // held back long enough: it waits for its turn as any write
+	}
+	if p.c.queue.Len() >= p.c.op.opts.Workers {
 		after = yieldBusyRetry
 	} else {
 		pr, ok := p.c.op.clients.Dynamic.(*perResource)

@@ -130,6 +130,8 @@ func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return statusField(mustGet(t, "walker"), "message") == "m3" },
 		"the pending progress was never written once tokens were free")
 	assert.Len(t, c.of("walk", "walker"), 3, "the handler ran again: the pending progress was not written by itself, or the echo of our own write woke it")
+	// The counter moves once the write's answer is back, after the server shows it.
+	eventually(t, 10*time.Second, func() bool { return statusWrites() > before }, "the write was not counted")
 	assert.Equal(t, before+1, statusWrites(), "the superseded progress was written too")
 
 	// A state change waits for its token behind 50 calls at 10/s, and is written: it never yields.
