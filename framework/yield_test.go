@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,9 +76,16 @@ func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
 	var msg atomic.Value
 	msg.Store("m1")
 	c := &calls{}
-	to := newTestOperator(t, "yield", Options{}, func(_ *Operator, w *Watch) {
+	var to *testOperator
+	res := "widgets.test.o2ims.io"
+	yields := func() float64 { return testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res)) }
+	var yieldsAtRun sync.Map // handler run → the yields counted when it began
+	to = newTestOperator(t, "yield", Options{}, func(_ *Operator, w *Watch) {
 		w.OnCreate("walk", func(_ context.Context, cause *Cause) error {
-			if c.add(cause) == 1 {
+			y := yields()
+			n := c.add(cause)
+			yieldsAtRun.Store(n, y)
+			if n == 1 {
 				cause.Patch.SetStatus("working", "phase")
 			}
 			m := msg.Load().(string)
@@ -97,8 +105,6 @@ func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
 		return ok && statusField(u, "phase") == "working" && statusField(u, "message") == "m1"
 	}, "the first status was never written")
 
-	res := "widgets.test.o2ims.io"
-	yields := func() float64 { return testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res)) }
 	statusWrites := func() float64 { return testutil.ToFloat64(to.op.metrics.Writes.WithLabelValues(res, "status")) }
 	b := to.op.clients.Dynamic.(*perResource).client(widgetGVR.GroupResource()).bucket
 	require.NotNil(t, b)
@@ -112,14 +118,14 @@ func TestProgressYieldsToABusyBucketAndTheNewestIsWritten(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	// Passes of one object never overlap: a yield counted after the handler's run is seen is that pass's
-	// or a later one's, so the pending progress is then what that run set.
+	// Passes of one object never overlap: a yield counted after the handler's run began is that pass's or a
+	// later one's, so the pending progress is then what that run set.
 	observe := func(m string, run int) {
 		msg.Store(m)
 		poke(m)
 		eventually(t, 30*time.Second, func() bool { return len(c.of("walk", "walker")) == run }, "the handler never ran with %s", m)
-		y := yields()
-		eventually(t, 30*time.Second, func() bool { return yields() > y }, "%s did not yield to the empty bucket", m)
+		y, _ := yieldsAtRun.Load(run)
+		eventually(t, 30*time.Second, func() bool { return yields() > y.(float64) }, "%s did not yield to the empty bucket", m)
 	}
 	observe("m2", 2)
 	observe("m3", 3)
