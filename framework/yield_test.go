@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 )
@@ -203,4 +205,42 @@ func TestProgressYieldsToABusyQueue(t *testing.T) {
 		"the progress that yielded to the queue was never written")
 	assert.Equal(t, y+1, testutil.ToFloat64(to.op.metrics.Yields.WithLabelValues(res)), "it did not yield to the waiting pass, or yielded again with the queue drained")
 	assert.Len(t, c.of("walk", "qwalker"), 2, "the handler ran again: the pending progress was not written by itself")
+}
+
+// A full queue holds progress back for yieldHoldMax at most, on the operator's clock: within it the
+// pending message is tried again and waits, past it it is written though the queue is still full.
+func TestProgressWaitsForAFullQueueTenSecondsAtMost(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	runs := 0
+	c := unitController(t, clk, func(w *Watch) {
+		w.OnCreate("walk", func(_ context.Context, cause *Cause) error {
+			runs++
+			cause.Patch.SetProgress(fmt.Sprintf("step %d", runs), "message")
+			return Temporary(time.Hour, "waiting")
+		})
+	})
+	key := c.putNew(t, "wy")
+	for i := range c.op.opts.Workers {
+		c.queue.Add(fmt.Sprintf("other-%d", i)) // a whole round of passes waiting for a worker
+	}
+	message := func() string {
+		u, err := c.fake.Resource(widgetGVR).Get(ctx, "wy", metav1.GetOptions{})
+		require.NoError(t, err)
+		return statusField(u, "message")
+	}
+	yields := func() float64 { return testutil.ToFloat64(c.op.metrics.Yields.WithLabelValues(c.resource)) }
+
+	assert.Equal(t, passResult{after: yieldBusyRetry}, c.sync(ctx, key), "yielded: back in a second, not in an hour")
+	assert.Equal(t, "<nil>", message())
+	clk.Step(yieldBusyRetry)
+	assert.Equal(t, passResult{after: yieldBusyRetry}, c.sync(ctx, key), "the queue is still full")
+	assert.Equal(t, "<nil>", message())
+	assert.Equal(t, 2.0, yields())
+
+	clk.Step(yieldHoldMax)
+	c.sync(ctx, key)
+	assert.Equal(t, "step 1", message(), "held back past the bound, and still not written")
+	assert.Equal(t, 2.0, yields())
+	assert.Equal(t, 1, runs, "the pending progress is written without the handler running again")
 }
