@@ -219,6 +219,8 @@ func TestProgressWaitsForAFullQueueTenSecondsAtMost(t *testing.T) {
 			cause.Patch.SetProgress(fmt.Sprintf("step %d", runs), "message")
 			return Temporary(time.Hour, "waiting")
 		})
+		// The finalizer putNew sets is needed, so no object patch removes it beside the progress.
+		w.OnDelete("release", func(context.Context, *Cause) error { return nil })
 	})
 	key := c.putNew(t, "wy")
 	for i := range c.op.opts.Workers {
