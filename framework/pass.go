@@ -220,7 +220,7 @@ func (p *pass) handleCause(reason Reason) passResult {
 		p.c.mu.Unlock()
 		if hs != nil && !hs.delayed.IsZero() && p.now.Before(hs.delayed) && !changedAt.After(own.delaySetAt[h.id]) {
 			// Sleeping until its delay and nothing changed since: no observation to make yet; only
-			// progress that yielded to a busy bucket is tried again (yield.go).
+			// progress that yielded to a busy bucket or queue is tried again (yield.go).
 			res := passResult{after: hs.delayed.Sub(p.now)}
 			if own.yielded != nil {
 				return p.finish(res)

@@ -51,7 +51,7 @@ func (p *Patch) SetStatus(value any, path ...string) {
 
 // SetProgress is SetStatus for a field that only reports progress (a message while the state stays the
 // same): a status write made only of such fields yields when the resource's client-side bucket has no
-// token free, and is tried again, newest value first (yield.go).
+// token free or a round of passes waits for a worker, and is tried again, newest value first (yield.go).
 func (p *Patch) SetProgress(value any, path ...string) {
 	if len(path) == 0 {
 		return
@@ -189,8 +189,8 @@ func changedStrings(current map[string]string, want map[string]*string) map[stri
 // goes first: a handler's business status must land before its completion is recorded. ok is false when a
 // write failed; res then says when to come back. Neither is sent once the lease fence lapsed (fence.go).
 //
-// A status write that only reports progress may yield to the resource's busy bucket (yield.go): then res
-// says when to come back and try it again.
+// A status write that only reports progress may yield to a busy bucket or queue (yield.go): then res says
+// when to come back and try it again.
 func (p *pass) apply() (res passResult, ok bool) {
 	c, u := p.c, p.obj
 	p.own.restoreYielded(p.patch)
