@@ -64,10 +64,13 @@ const (
 type reconciler struct {
 	client.Client
 	events record.EventRecorder
+	// kopfAnnotations: the finalizer's PATCH also writes the annotations the operator keeps on a request
+	// for kopf (kopf.go), so that a request is the operator's size when it is deleted.
+	kopfAnnotations bool
 }
 
 // setup registers the controller: requests, and the PackageVariants and Clusters that wake them.
-func setup(ctx context.Context, mgr ctrl.Manager, workers int) error {
+func setup(ctx context.Context, mgr ctrl.Manager, workers int, kopfAnnotations bool) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, newRequest(), clusterIndex, func(o client.Object) []string {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
@@ -81,7 +84,7 @@ func setup(ctx context.Context, mgr ctrl.Manager, workers int) error {
 	if err != nil {
 		return err
 	}
-	r := &reconciler{Client: mgr.GetClient(), events: mgr.GetEventRecorderFor("o2ims-bench-peer")}
+	r := &reconciler{Client: mgr.GetClient(), events: mgr.GetEventRecorderFor("o2ims-bench-peer"), kopfAnnotations: kopfAnnotations}
 	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 	})
@@ -124,6 +127,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !controllerutil.ContainsFinalizer(pr, finalizer) {
 		patch := client.MergeFrom(pr.DeepCopy())
 		controllerutil.AddFinalizer(pr, finalizer)
+		if r.kopfAnnotations {
+			if err := addKopfAnnotations(pr); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{}, r.Patch(ctx, pr, patch)
 	}
 	state, _, _ := unstructured.NestedString(pr.Object, "status", "provisioningStatus", "provisioningState")

@@ -29,6 +29,7 @@ type options struct {
 	metrics, probes string
 	qps             float64
 	burst, workers  int
+	kopfAnnotations bool
 }
 
 func main() {
@@ -36,6 +37,7 @@ func main() {
 	flag.Float64Var(&o.qps, "kube-api-qps", 100, "client-side limit of each kind's client (controller-runtime's per-kind REST clients)")
 	flag.IntVar(&o.burst, "kube-api-burst", 200, "client-side burst of each kind's client")
 	flag.IntVar(&o.workers, "workers", 8, "MaxConcurrentReconciles (the operator's --workers)")
+	flag.BoolVar(&o.kopfAnnotations, "kopf-annotations", false, "carry the annotations the operator keeps for kopf (the bench's control: requests of the operator's size)")
 	flag.StringVar(&o.metrics, "metrics-bind-address", "127.0.0.1:0", "metrics listener (/metrics)")
 	flag.StringVar(&o.probes, "health-probe-bind-address", "127.0.0.1:0", "probe listener (/readyz: caches synced)")
 	flag.Parse()
@@ -73,7 +75,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := setup(ctx, mgr, o.workers); err != nil {
+	if err := setup(ctx, mgr, o.workers, o.kopfAnnotations); err != nil {
 		return err
 	}
 	var synced atomic.Bool
