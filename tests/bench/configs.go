@@ -84,6 +84,9 @@ type configRun struct {
 	Ceiling    ceiling // the world alone at this pace (issue 39, item 3)
 	Ours, Peer contenderRun
 	PeerErr    string // the peer could not be built or run
+	// Control: the peer carrying the operator's kopf annotations (control.go), primary configuration only.
+	Control    *contenderRun
+	ControlErr string
 }
 
 // sideBySide is the operator and its controller-runtime peer under the same load, one after the other,
@@ -196,6 +199,9 @@ func runConfig(ctx context.Context, c *config, st *stack.Stack, cr *configRun, p
 		return nil
 	}
 	say(c, "   %s", cr.Peer.line())
+	if cr.Config.primary() {
+		runControl(ctx, c, st, cr, pb, run)
+	}
 	for round := 2; round <= sideRounds; round++ {
 		if err := againReversed(ctx, c, st, cr, pb, fmt.Sprintf("%s%d-", run, round)); err != nil {
 			return err
@@ -207,14 +213,13 @@ func runConfig(ctx context.Context, c *config, st *stack.Stack, cr *configRun, p
 // againReversed is another round of a configuration, the peer first, folded into its runs (rounds.go).
 func againReversed(ctx context.Context, c *config, st *stack.Stack, cr *configRun, pb peerBuild, run string) error {
 	l := cr.Config.Limits
-	say(c, "8. %s, again in the reverse order: the peer, then the operator", cr.Config)
-	peer, err := startPeer(ctx, st, pb.bin, run+"peer", l.flags())
+	say(c, "8. %s, again in the reverse order: the control (primary only), the peer, then the operator", cr.Config)
+	if cr.Control != nil {
+		runControl(ctx, c, st, cr, pb, run)
+	}
+	p2, err := measurePeer(ctx, st, pb, run+"peer", l.flags(), c.n)
 	if err != nil {
 		return fmt.Errorf("the peer, again: %w", err)
-	}
-	p2, err := measureContender(ctx, st, peer, run+"peer", c.n, nil)
-	if err != nil {
-		return fmt.Errorf("the peer, again: %w; %s", err, firstErrors(filepath.Join(st.Dir, "peer.log"), 3))
 	}
 	say(c, "   %s", p2.line())
 	op, err := startSelected(ctx, st, run+"ours", false, l.oursArgs()...)

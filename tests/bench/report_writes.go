@@ -59,6 +59,7 @@ func (r *report) sideBySideSummary(p printer) {
 			return fmt.Sprintf("%.1f fulfilled/s, %.1f deleted/s", c.Rate, c.DelRate)
 		}), yes(beats))
 	r.configsSummary(p)
+	r.controlSummary(p)
 	r.latencySummary(p, world)
 	p("| every state a request ends in written exactly once (%s) | ours: %s; the peer: %s | %s |\n",
 		world, finalWrites(o), sb.peerOr(finalWrites), yes(o.FinalOnce()))
@@ -152,6 +153,7 @@ func (r *report) sideBySideSection(p printer) {
 	row("other processes meanwhile", func(c contenderRun) string { return foreign(c.CPU) })
 	row("note", func(c contenderRun) string { return c.Note })
 	r.waitsTable(p)
+	r.controlTable(p)
 	r.configsTable(p)
 	p("\nBoth write a request only when its status or metadata changes. The peer sends a write waiting for the " +
 		"client-side limiter as it was computed; ours sends a status that only reports progress (a new message in the " +
@@ -183,9 +185,13 @@ func (r *report) waitsTable(p printer) {
 		peer := waitRows(phase.what, phase.n(sb.Peer), phase.w(sb.Peer))
 		served := func(c contenderRun) string { return topWrites(phase.calls(c).ByResource, phase.n(c), 0.05) }
 		watched := func(c contenderRun) string { return topWrites(phase.calls(c).Watched, phase.n(c), 0.05) }
+		answered := func(c contenderRun) string { return answerTimes(phase.calls(c), phase.n(c)) }
+		sized := func(c contenderRun) string { return watchSizes(phase.calls(c), phase.n(c)) }
 		ours = append(ours, phase.what+": calls the API server served per request, everyone's (the world's too), by resource and verb", served(sb.Ours),
-			phase.what+": watch events it sent per request, to every watcher, by resource", watched(sb.Ours))
-		peer = append(peer, "", served(sb.Peer), "", watched(sb.Peer))
+			phase.what+": the API server's answer time per call, the mean, by resource and verb (what a worker waits on)", answered(sb.Ours),
+			phase.what+": watch events it sent per request, to every watcher, by resource", watched(sb.Ours),
+			phase.what+": bytes per watch event, the mean, by resource", sized(sb.Ours))
+		peer = append(peer, "", served(sb.Peer), "", answered(sb.Peer), "", watched(sb.Peer), "", sized(sb.Peer))
 		for i := 0; i+1 < len(ours); i += 2 {
 			v := peer[i+1]
 			if sb.PeerErr != "" {

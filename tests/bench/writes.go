@@ -48,6 +48,8 @@ type contenderRun struct {
 	FulfilWaits, DelWaits waits
 	// What the API server served meanwhile, everyone's (the world's too), by resource and verb.
 	FulfilCalls, DelCalls apiRequests
+	// Object: one request as the API server returns it before the deletion.
+	Object objectSize
 	// Latency: create returned → fulfilled seen, and first DELETE sent → gone seen, per request, at
 	// N requests at once (this run's N first, then latencySizes).
 	Latency []latencyAt
@@ -124,6 +126,8 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 	}
 	r.CPU = m.end()
 	settleAPI(ctx, st, 2*time.Second, 20*time.Second, func(m promtest.Families) float64 { return requestPatches(m, "") })
+	// Once the writes have settled: the request as it is deleted (the operator writes its kopf annotations last).
+	r.Object = requestSize(ctx, dyn, fmt.Sprintf("%s-%04d", prefix, n/2))
 	api1, ev1, err := scrapeBoth(ctx, st, ct)
 	if err != nil {
 		return r, err
