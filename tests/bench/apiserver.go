@@ -106,32 +106,25 @@ func callKey(l map[string]string) string {
 }
 
 func (a apiRequests) minus(b apiRequests) apiRequests {
-	by := map[string]float64{}
-	for k, v := range a.ByResource {
-		if d := v - b.ByResource[k]; d > 0 {
-			by[k] = d
-		}
-	}
-	watched := map[string]float64{}
-	for k, v := range a.Watched {
-		if d := v - b.Watched[k]; d > 0 {
-			watched[k] = d
-		}
-	}
-	sizes := map[string]float64{}
-	for k, v := range a.WatchBytes {
-		if d := v - b.WatchBytes[k]; d > 0 {
-			sizes[k] = d
-		}
-	}
 	served := map[string]servedTime{}
 	for k, v := range a.Served {
 		if d := (servedTime{v.Seconds - b.Served[k].Seconds, v.Calls - b.Served[k].Calls}); d.Calls > 0 {
 			served[k] = d
 		}
 	}
-	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads, ByResource: by, Watched: watched,
-		WatchBytes: sizes, Served: served}
+	return apiRequests{Writes: a.Writes - b.Writes, Reads: a.Reads - b.Reads, ByResource: grown(a.ByResource, b.ByResource),
+		Watched: grown(a.Watched, b.Watched), WatchBytes: grown(a.WatchBytes, b.WatchBytes), Served: served}
+}
+
+// grown is what each counter of after gained over before (only those that did).
+func grown(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // watchEventBytes is the mean size of the watch events the server sent about a resource.
