@@ -20,9 +20,9 @@ const (
 func (r *report) latencySummary(p printer, world string) {
 	sb := r.SideBySide
 	if l, ok := sb.Ours.latencyAtN(1); ok {
-		p("| one request alone: create → fulfilled p99 ≤ %s, delete → gone p99 ≤ %s (%s) | %s / %s | %s |\n",
-			durS(targetFulfilP99One), durS(targetDeleteP99One), world, durS(l.FulfilP99), durS(l.DeleteP99),
-			yes(l.Fulfilled == 1 && l.Gone == 1 && l.FulfilP99 <= targetFulfilP99One && l.DeleteP99 <= targetDeleteP99One))
+		p("| one request alone (%s): create → fulfilled p99 ≤ %s, delete → gone p99 ≤ %s (%s) | %s / %s | %s |\n",
+			timesAlone(), durS(targetFulfilP99One), durS(targetDeleteP99One), world, durS(l.FulfilP99), durS(l.DeleteP99),
+			yes(l.complete() && l.FulfilP99 <= targetFulfilP99One && l.DeleteP99 <= targetDeleteP99One))
 	}
 	if sb.PeerErr != "" {
 		return
@@ -34,9 +34,9 @@ func (r *report) latencySummary(p printer, world string) {
 			continue
 		}
 		within := func(ours, peer time.Duration) bool { return ours.Seconds() <= targetLatencyRatio*peer.Seconds() }
-		p("| %d at once: p99 create → fulfilled and delete → gone ≤ %.1f× the peer's (%s) | ours %s / %s; the peer %s / %s | %s |\n",
-			n, targetLatencyRatio, world, durS(o.FulfilP99), durS(o.DeleteP99), durS(pe.FulfilP99), durS(pe.DeleteP99),
-			yes(o.Fulfilled == n && o.Gone == n && within(o.FulfilP99, pe.FulfilP99) && within(o.DeleteP99, pe.DeleteP99)))
+		p("| %s: p99 create → fulfilled and delete → gone ≤ %.1f× the peer's (%s) | ours %s / %s; the peer %s / %s | %s |\n",
+			atOnce(n), targetLatencyRatio, world, durS(o.FulfilP99), durS(o.DeleteP99), durS(pe.FulfilP99), durS(pe.DeleteP99),
+			yes(o.complete() && within(o.FulfilP99, pe.FulfilP99) && within(o.DeleteP99, pe.DeleteP99)))
 	}
 }
 
@@ -201,8 +201,9 @@ func (r *report) waitsTable(p printer) {
 		}
 	}
 	p("\n**Latency** per request: create returned → `fulfilled` seen, first DELETE sent → gone seen (a watch), "+
-		"p50 / p99, at N requests created (then deleted) at once; the world alone needs %s from a PackageVariant to a "+
-		"provisioned Cluster.\n\n| N at once | o2ims-operator | controller-runtime peer |\n|---|--:|--:|\n", 3*worldStep)
+		"p50 / p99, at N requests created (then deleted) at once, one request alone %s, its samples pooled; the world "+
+		"alone needs %s from a PackageVariant to a provisioned Cluster.\n\n| N at once | o2ims-operator | "+
+		"controller-runtime peer |\n|---|--:|--:|\n", timesAlone(), 3*worldStep)
 	for _, n := range append(append([]int{}, latencySizes...), sb.N) {
 		f := func(c contenderRun) string {
 			if l, ok := c.latencyAtN(n); ok {
@@ -210,7 +211,7 @@ func (r *report) waitsTable(p printer) {
 			}
 			return "not measured"
 		}
-		p("| %d | %s | %s |\n", n, f(sb.Ours), sb.peerOr(f))
+		p("| %s | %s | %s |\n", atOnce(n), f(sb.Ours), sb.peerOr(f))
 	}
 	cl := sb.Ceiling
 	p("\n**The world alone** (the ceiling): before either contender, the bench created %d PackageVariants as the "+

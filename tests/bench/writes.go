@@ -51,8 +51,10 @@ type contenderRun struct {
 	// Object: one request as the API server returns it before the deletion.
 	Object objectSize
 	// Latency: create returned → fulfilled seen, and first DELETE sent → gone seen, per request, at
-	// N requests at once (this run's N first, then latencySizes).
+	// N requests at once (this run's N first, then latencySizes, one request alone pooled over
+	// singleRepeats runs).
 	Latency []latencyAt
+	samples latencySamples // this run's, for pooling
 }
 
 // WritesPerRequest is the request writes (object and status PATCHes) per fulfilled request.
@@ -86,11 +88,19 @@ func measureContender(ctx context.Context, st *stack.Stack, ct *contender, run s
 		return r, err
 	}
 	for _, size := range sizes {
-		l, err := measureOnce(ctx, st, ct, run, fmt.Sprintf("%s-x%d", run, size), size)
-		if err != nil {
-			return r, err
+		var pooled latencySamples
+		for i := range runsAt(size) {
+			prefix := fmt.Sprintf("%s-x%d", run, size)
+			if runsAt(size) > 1 {
+				prefix = fmt.Sprintf("%s-%d", prefix, i)
+			}
+			l, err := measureOnce(ctx, st, ct, run, prefix, size)
+			if err != nil {
+				return r, err
+			}
+			pooled = pooled.with(l.samples)
 		}
-		r.Latency = append(r.Latency, l.Latency...)
+		r.Latency = append(r.Latency, pooled.at(size))
 	}
 	return r, nil
 }
@@ -154,7 +164,8 @@ func measureOnce(ctx context.Context, st *stack.Stack, ct *contender, run, prefi
 		r.EventsDue = ev2.Sum("o2ims_events_posted_total", nil) - ev0.Sum("o2ims_events_posted_total", nil)
 	}
 	r.EventsHeld = eventsAbout(ctx, st, prefix)
-	r.Latency = []latencyAt{f.latency(n, created, tDel)}
+	r.samples = f.samples(created, tDel)
+	r.Latency = []latencyAt{r.samples.at(n)}
 	return r, err
 }
 
