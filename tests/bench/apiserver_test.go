@@ -1,13 +1,18 @@
 package main
 
 import (
-	"fmt"
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/o2ims-operator/o2ims-operator/tests/kubeapi"
 	"github.com/o2ims-operator/o2ims-operator/tests/promtest"
 )
 
@@ -20,32 +25,43 @@ func TestTopWritesAreTheLargestPerRequest(t *testing.T) {
 	require.Equal(t, map[string]float64{"events POST": 3}, after.minus(before).ByResource)
 }
 
-// The API server's exposition of the two histograms (names and labels as kube-apiserver v1.37.2 serves
-// them: staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go), read into sizes and answer times.
-func TestWatchSizesAndAnswerTimesAreReadPerResource(t *testing.T) {
-	text := func(prs, bytes, patches, seconds float64) string {
-		return fmt.Sprintf(`# TYPE apiserver_watch_events_total counter
-apiserver_watch_events_total{group="o2ims.provisioning.oran.org",resource="provisioningrequests",version="v1alpha1"} %[1]g
-# TYPE apiserver_watch_events_sizes histogram
-apiserver_watch_events_sizes_bucket{group="o2ims.provisioning.oran.org",resource="provisioningrequests",version="v1alpha1",le="+Inf"} %[1]g
-apiserver_watch_events_sizes_sum{group="o2ims.provisioning.oran.org",resource="provisioningrequests",version="v1alpha1"} %[2]g
-apiserver_watch_events_sizes_count{group="o2ims.provisioning.oran.org",resource="provisioningrequests",version="v1alpha1"} %[1]g
-# TYPE apiserver_request_duration_seconds histogram
-apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="o2ims.provisioning.oran.org",resource="provisioningrequests",scope="cluster",subresource="status",verb="PATCH",version="v1alpha1",le="+Inf"} %[3]g
-apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="o2ims.provisioning.oran.org",resource="provisioningrequests",scope="cluster",subresource="status",verb="PATCH",version="v1alpha1"} %[4]g
-apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="o2ims.provisioning.oran.org",resource="provisioningrequests",scope="cluster",subresource="status",verb="PATCH",version="v1alpha1"} %[3]g
-`, prs, bytes, patches, seconds)
-	}
-	parse := func(s string) apiRequests {
-		fams, err := promtest.Parse(strings.NewReader(s))
+// What the real kube-apiserver serves (tests/kubeapi: v1.37.2) is read into watch event sizes and answer
+// times: a ConfigMap created while one client watches ConfigMaps shows up in both.
+func TestWatchSizesAndAnswerTimesAreReadFromTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	srv, err := kubeapi.Start(ctx, kubeapi.Options{})
+	require.NoError(t, err)
+	defer srv.Stop()
+	cs := srv.AdminClientset()
+	scrape := func() apiRequests {
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		require.NoError(t, err)
+		fams, err := promtest.Parse(bytes.NewReader(raw))
 		require.NoError(t, err)
 		return apiRequestsOf(fams)
 	}
-	d := parse(text(110, 330_000, 40, 2.0)).minus(parse(text(10, 30_000, 10, 0.5)))
-	require.InDelta(t, 3000, d.watchEventBytes("provisioningrequests"), 0.001)
-	require.Equal(t, 50*time.Millisecond, d.Served["provisioningrequests/status PATCH"].Mean())
-	require.Zero(t, d.watchEventBytes("clusters"), "a resource nobody watched has no size")
-	require.Equal(t, "provisioningrequests 3000 B", watchSizes(d, 1000))
-	require.Equal(t, "–", watchSizes(d, 1001), "fewer events than one per ten requests: not shown")
-	require.Equal(t, "provisioningrequests/status PATCH 50.0 ms", answerTimes(d, 300))
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	before := scrape()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sized"}, Data: map[string]string{"k": strings.Repeat("x", 3000)}}
+	_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+	select {
+	case <-w.ResultChan():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch saw no event")
+	}
+	var d apiRequests
+	require.Eventually(t, func() bool {
+		d = scrape().minus(before)
+		return d.Watched["configmaps"] >= 1 && d.Served["configmaps POST"].Calls >= 1
+	}, 30*time.Second, 100*time.Millisecond, "the API server's metrics never showed the create and its watch event")
+	// The event carries the object: its 3000-byte value and the metadata around it.
+	assert.Greater(t, d.watchEventBytes("configmaps"), 3000.0)
+	assert.Less(t, d.watchEventBytes("configmaps"), 5000.0)
+	assert.Positive(t, d.Served["configmaps POST"].Mean())
+	assert.Contains(t, watchSizes(d, 1), "configmaps ")
+	assert.Contains(t, answerTimes(d, 1), "configmaps POST ")
+	assert.Equal(t, "–", watchSizes(d, 1000), "fewer events than one per ten requests: not shown")
 }
