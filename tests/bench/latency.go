@@ -91,11 +91,12 @@ func (l latencyAt) complete() bool {
 	return l.Fulfilled == want && l.Gone == want
 }
 
-// latencyAtN is the run's latency at n requests at once (ok false when not measured).
+// latencyAtN is the run's latency at n requests at once (ok false when not measured): the last measured,
+// so that with -n 1 the pooled runs of one request alone stand, not the main run's single sample.
 func (r contenderRun) latencyAtN(n int) (latencyAt, bool) {
-	for _, l := range r.Latency {
-		if l.N == n {
-			return l, true
+	for i := len(r.Latency) - 1; i >= 0; i-- {
+		if r.Latency[i].N == n {
+			return r.Latency[i], true
 		}
 	}
 	return latencyAt{}, false

@@ -26,6 +26,11 @@ func TestOneRequestAloneIsPooledOverItsRuns(t *testing.T) {
 	require.Greater(t, l.DeleteP99, 100*time.Millisecond)
 	short := latencySamples{up: pooled.up[:9], down: pooled.down}.at(1)
 	require.False(t, short.complete(), "a run whose request was never fulfilled")
+	// With -n 1 the main run's single sample comes first; the pooled runs are what the row shows.
+	run := contenderRun{Latency: []latencyAt{latencySamples{up: []float64{5}, down: []float64{5}}.at(1), l}}
+	got, ok := run.latencyAtN(1)
+	require.True(t, ok)
+	require.Equal(t, l, got)
 	require.Equal(t, "1 at once (10 times, one after another)", atOnce(1))
 	require.Equal(t, "100 at once", atOnce(100))
 }
